@@ -1,0 +1,174 @@
+"""A matrix split into row blocks that live on the Dask workers.
+
+Data moves once: blocks are read or scattered to the workers and stay there. Every solver step is
+one *round trip*: a task per block that runs on the worker holding it and returns something small
+(a d-vector, a d x d Gram contribution, a few scalars), gathered by the driver.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from distributed import Client, Future, wait
+
+
+def _split_sizes(n: int, n_blocks: int) -> np.ndarray:
+    n_blocks = max(1, min(n_blocks, n)) if n > 0 else 1
+    base, extra = divmod(n, n_blocks)
+    return np.array([base + (1 if i < extra else 0) for i in range(n_blocks)], dtype=np.int64)
+
+
+def _as_block(X):
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        X.sort_indices()
+        return X
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+@dataclass
+class RowBlocks:
+    """Row blocks of an ``n_rows x n_features`` matrix held on Dask workers.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    blocks : list of Future
+        One future per block: a ``scipy.sparse.csr_matrix`` or a C-contiguous float64 ndarray.
+    sizes : array of int
+        Rows per block, in order. Row ``offsets[i] + k`` of the matrix is row ``k`` of block ``i``.
+    n_features : int
+    sparse : bool
+    labels : list of Future or None
+        Per-block label vectors, when the data came with labels (readers, generators).
+    """
+
+    client: Client
+    blocks: list
+    sizes: np.ndarray
+    n_features: int
+    sparse: bool
+    labels: list | None = None
+    name: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+    def __post_init__(self):
+        self.sizes = np.asarray(self.sizes, dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
+        self._owners = None
+
+    # construction -------------------------------------------------------------------------
+    @classmethod
+    def from_array(cls, X, *, client: Client, n_blocks: int | None = None, y=None) -> "RowBlocks":
+        """Split an in-memory NumPy/SciPy matrix (or a Dask array) into blocks on the workers.
+
+        ``n_blocks`` defaults to one block per worker thread.
+        """
+        import dask.array as da
+
+        if isinstance(X, da.Array):
+            return cls.from_dask_array(X, client=client, y=y)
+        n = X.shape[0]
+        if n_blocks is None:
+            n_blocks = max(1, sum(client.nthreads().values()))
+        sizes = _split_sizes(n, n_blocks)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        sparse = sp.issparse(X)
+        if sparse:
+            X = sp.csr_matrix(X)
+        workers = list(client.nthreads())
+        blocks, labels = [], []
+        for i in range(len(sizes)):
+            part = _as_block(X[offsets[i]:offsets[i + 1]])
+            target = [workers[i % len(workers)]]
+            blocks.append(client.scatter(part, workers=target, hash=False))
+            if y is not None:
+                yb = np.asarray(y[offsets[i]:offsets[i + 1]])
+                labels.append(client.scatter(yb, workers=target, hash=False))
+        return cls(client, blocks, sizes, X.shape[1], sparse, labels if y is not None else None)
+
+    @classmethod
+    def from_dask_array(cls, X, *, client: Client, y=None) -> "RowBlocks":
+        """Persist a Dask array's row chunks (columns in one chunk) as blocks."""
+        X = X.rechunk({1: -1})
+        parts = [client.compute(d) for d in X.to_delayed().ravel()]
+        blocks = [client.submit(_as_block, p, pure=False) for p in parts]
+        sizes = np.array(X.chunks[0], dtype=np.int64)
+        sparse = isinstance(X._meta, sp.spmatrix) or sp.issparse(X._meta)
+        labels = None
+        if y is not None:
+            import dask.array as da
+
+            if isinstance(y, da.Array):
+                y = y.rechunk((X.chunks[0],))
+                labels = [client.compute(d) for d in y.to_delayed().ravel()]
+            else:
+                y = np.asarray(y)
+                off = np.concatenate([[0], np.cumsum(sizes)])
+                labels = [client.scatter(y[off[i]:off[i + 1]], hash=False) for i in range(len(sizes))]
+        wait(blocks)
+        return cls(client, blocks, sizes, X.shape[1], sparse, labels)
+
+    # properties ---------------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_rows, self.n_features)
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.blocks)
+
+    def owners(self, refresh: bool = False) -> list[str]:
+        """Address of the worker that holds each block."""
+        if self._owners is None or refresh:
+            wait(self.blocks)
+            who = self.client.who_has(self.blocks)
+            self._owners = [sorted(who[f.key])[0] if who.get(f.key) else None for f in self.blocks]
+        return self._owners
+
+    # round trips --------------------------------------------------------------------------
+    def submit(self, fn, *args, per_block=None, key: str | None = None) -> list[Future]:
+        """Run ``fn(i, X_i, *per_block[i], *args)`` on the worker of each block; return futures."""
+        owners = self.owners()
+        futs = []
+        for i, block in enumerate(self.blocks):
+            extra = tuple(per_block[i]) if per_block is not None else ()
+            futs.append(self.client.submit(
+                fn, i, block, *extra, *args,
+                workers=[owners[i]] if owners[i] else None, allow_other_workers=True,
+                pure=False, key=f"{key or fn.__name__}-{self.name}-{i}-{uuid.uuid4().hex[:8]}"))
+        return futs
+
+    def map(self, fn, *args, per_block=None, key: str | None = None) -> list:
+        """One round trip: :meth:`submit` then gather the per-block results in block order."""
+        futs = self.submit(fn, *args, per_block=per_block, key=key)
+        try:
+            return self.client.gather(futs)
+        except BaseException:
+            self._owners = None
+            raise
+
+    def block_slices(self) -> list[slice]:
+        return [slice(int(self.offsets[i]), int(self.offsets[i + 1])) for i in range(self.n_blocks)]
+
+    def gather_labels(self) -> np.ndarray:
+        """All labels, concatenated in row order (n-sized; fine on the driver for n up to ~1e8)."""
+        if self.labels is None:
+            raise ValueError("these blocks carry no labels")
+        return np.concatenate(self.client.gather(self.labels))
+
+    def persist_labels(self, y) -> None:
+        """Attach an in-memory label vector, split like the blocks, next to each block."""
+        y = np.asarray(y)
+        if y.shape[0] != self.n_rows:
+            raise ValueError(f"y has {y.shape[0]} entries but the data has {self.n_rows} rows")
+        owners = self.owners()
+        self.labels = [self.client.scatter(y[s], workers=[owners[i]], hash=False)
+                       for i, s in enumerate(self.block_slices())]

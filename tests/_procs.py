@@ -1,0 +1,93 @@
+"""Real ``dask scheduler`` and ``dask worker`` processes on the loopback interface."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def _dask_cmd() -> list[str]:
+    exe = BIN / "dask"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dask"]
+
+
+class DaskProcesses:
+    """A scheduler plus ``n_workers`` single-threaded workers, each its own OS process."""
+
+    def __init__(self, workdir: Path, n_workers: int = 2, scheduler_args=(), worker_args=(),
+                 env=None):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.n_workers = n_workers
+        self.scheduler_args = list(scheduler_args)
+        self.worker_args = list(worker_args)
+        self.env = dict(os.environ, **(env or {}))
+        self.scheduler_file = self.workdir / "scheduler.json"
+        self.scheduler = None
+        self.workers: list[subprocess.Popen] = []
+
+    def _spawn(self, args, name):
+        log = open(self.workdir / f"{name}.log", "wb")
+        return subprocess.Popen(_dask_cmd() + args, stdout=log, stderr=subprocess.STDOUT,
+                                env=self.env, start_new_session=True)
+
+    @property
+    def address(self) -> str:
+        return json.loads(self.scheduler_file.read_text())["address"]
+
+    def start(self, timeout: float = 60) -> "DaskProcesses":
+        self.scheduler = self._spawn(
+            ["scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
+             "--scheduler-file", str(self.scheduler_file), *self.scheduler_args], "scheduler")
+        deadline = time.time() + timeout
+        while not self.scheduler_file.exists():
+            if time.time() > deadline or self.scheduler.poll() is not None:
+                raise RuntimeError("dask scheduler did not start: "
+                                   + (self.workdir / "scheduler.log").read_text())
+            time.sleep(0.1)
+        for _ in range(self.n_workers):
+            self.add_worker()
+        self.wait_for_workers(self.n_workers, timeout)
+        return self
+
+    def add_worker(self) -> subprocess.Popen:
+        k = len(self.workers)
+        proc = self._spawn(["worker", "--scheduler-file", str(self.scheduler_file), "--host",
+                            "127.0.0.1", "--nthreads", "1", "--no-dashboard",
+                            "--name", f"w{k}", *self.worker_args], f"worker{k}")
+        self.workers.append(proc)
+        return proc
+
+    def wait_for_workers(self, n: int, timeout: float = 60) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=timeout, **self.client_kwargs()) as c:
+            c.wait_for_workers(n, timeout=timeout)
+
+    def client_kwargs(self) -> dict:
+        return {}
+
+    def kill_worker(self, k: int) -> None:
+        os.killpg(self.workers[k].pid, signal.SIGKILL)
+        self.workers[k].wait()
+
+    def stop(self) -> None:
+        for proc in [*self.workers, self.scheduler]:
+            if proc is not None and proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for proc in [*self.workers, self.scheduler]:
+            if proc is not None:
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)

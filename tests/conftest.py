@@ -1,0 +1,55 @@
+"""Shared fixtures: one in-process-spawned LocalCluster for the session, shared data paths, and
+real ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1 for the cluster tests."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from distributed import Client, LocalCluster
+
+from ._procs import DaskProcesses
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def client():
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=":0", silence_logs=logging.ERROR)
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data folder {SHARED_DATA} is missing (tests that read real data skip)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def kdd99_path(shared_data) -> Path:
+    path = shared_data / "kdd99" / "kddcup.data_10_percent.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} is missing")
+    return path
+
+
+@pytest.fixture
+def dask_processes(tmp_path):
+    """Factory: start a real scheduler and N workers on 127.0.0.1; all are stopped afterwards."""
+    started = []
+
+    def start(n_workers: int = 2, **kwargs) -> DaskProcesses:
+        procs = DaskProcesses(tmp_path / f"cluster{len(started)}", n_workers=n_workers, **kwargs)
+        started.append(procs)
+        procs.start()
+        return procs
+
+    yield start
+    for procs in started:
+        procs.stop()
