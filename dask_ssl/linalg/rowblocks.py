@@ -14,6 +14,11 @@ import numpy as np
 import scipy.sparse as sp
 from distributed import Client, Future, wait
 
+from .workerstate import StateLost
+
+#: Seconds a round trip may run before the driver checks that the blocks' workers are alive.
+POLL_SECONDS = 2.0
+
 
 def _split_sizes(n: int, n_blocks: int) -> np.ndarray:
     n_blocks = max(1, min(n_blocks, n)) if n > 0 else 1
@@ -59,6 +64,7 @@ class RowBlocks:
         self.sizes = np.asarray(self.sizes, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
         self._owners = None
+        self.round_trips = 0
 
     # construction -------------------------------------------------------------------------
     @classmethod
@@ -140,16 +146,32 @@ class RowBlocks:
         futs = []
         for i, block in enumerate(self.blocks):
             extra = tuple(per_block[i]) if per_block is not None else ()
+            # Strict placement: worker-side state lives where the block is, and work stealing
+            # would otherwise move a task away from it.
             futs.append(self.client.submit(
-                fn, i, block, *extra, *args,
-                workers=[owners[i]] if owners[i] else None, allow_other_workers=True,
+                fn, i, block, *extra, *args, workers=[owners[i]] if owners[i] else None,
                 pure=False, key=f"{key or fn.__name__}-{self.name}-{i}-{uuid.uuid4().hex[:8]}"))
         return futs
 
     def map(self, fn, *args, per_block=None, key: str | None = None) -> list:
-        """One round trip: :meth:`submit` then gather the per-block results in block order."""
+        """One round trip: :meth:`submit` then gather the per-block results in block order.
+
+        Raises :class:`StateLost` when a block's worker left the cluster during the trip (its
+        pinned task could never run); the caller rebuilds worker-side state and retries.
+        """
         futs = self.submit(fn, *args, per_block=per_block, key=key)
+        self.round_trips += 1
         try:
+            while True:
+                try:
+                    wait(futs, timeout=POLL_SECONDS)
+                    break
+                except TimeoutError:
+                    alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+                    gone = [i for i, w in enumerate(self._owners) if w not in alive]
+                    if gone:
+                        self.client.cancel(futs)
+                        raise StateLost(f"worker of block(s) {gone} left the cluster") from None
             return self.client.gather(futs)
         except BaseException:
             self._owners = None

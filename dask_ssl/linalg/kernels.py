@@ -1,0 +1,190 @@
+"""Numerical kernels that run inside one row block (numba where NumPy/SciPy express them badly).
+
+Every block operator treats the bias as an implicit constant feature appended as the last column
+(svmlin's convention), so blocks never copy their data to add a column.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+
+def matvec(X, w: np.ndarray, bias: bool) -> np.ndarray:
+    """Outputs ``[X, 1] w`` (or ``X w`` without bias)."""
+    if bias:
+        return np.asarray(X @ w[:-1]).ravel() + w[-1]
+    return np.asarray(X @ w).ravel()
+
+
+def rmatvec(X, v: np.ndarray, bias: bool) -> np.ndarray:
+    """``[X, 1]^T v`` (or ``X^T v``)."""
+    out = np.asarray(X.T @ v).ravel()
+    if bias:
+        return np.concatenate([out, [v.sum()]])
+    return out
+
+
+def weighted_normal_product(X, a: np.ndarray, p: np.ndarray, bias: bool) -> np.ndarray:
+    """``[X,1]^T diag(a) [X,1] p``: one CG product on the normal equations."""
+    return rmatvec(X, a * matvec(X, p, bias), bias)
+
+
+@numba.njit(cache=True, nogil=True)
+def _csr_gram_rows(indptr, indices, data, rows, weights, G, bias_col):
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        w = weights[r]
+        start, stop = indptr[i], indptr[i + 1]
+        for p in range(start, stop):
+            j = indices[p]
+            vj = data[p] * w
+            for q in range(start, stop):
+                G[j, indices[q]] += vj * data[q]
+            if bias_col >= 0:
+                G[j, bias_col] += vj
+                G[bias_col, j] += vj
+        if bias_col >= 0:
+            G[bias_col, bias_col] += w
+
+
+def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool) -> np.ndarray:
+    """``sum_{r in rows} weights_r x_r x_r^T`` over the (bias-augmented) rows, dense."""
+    d = X.shape[1]
+    size = d + 1 if bias else d
+    G = np.zeros((size, size))
+    if rows.size == 0:
+        return G
+    if sp.issparse(X):
+        _csr_gram_rows(X.indptr, X.indices, X.data, rows.astype(np.int64),
+                       weights.astype(np.float64), G, d if bias else -1)
+        return G
+    Xs = X[rows]
+    G[:d, :d] = Xs.T @ (weights[:, None] * Xs)
+    if bias:
+        col = Xs.T @ weights
+        G[:d, d] = col
+        G[d, :d] = col
+        G[d, d] = weights.sum()
+    return G
+
+
+@numba.njit(cache=True, nogil=True)
+def active_weights(o, cpos, cneg, csq, tsq):
+    """Per-row Hessian weight ``a`` and right-hand side ``b`` of the Newton system at outputs o.
+
+    Row loss: ``cpos/2 max(0, 1-o)^2 + cneg/2 max(0, 1+o)^2 + csq/2 (o - tsq)^2``; a hinge term is
+    active when strictly inside its margin.
+    """
+    n = o.shape[0]
+    a = np.zeros(n)
+    b = np.zeros(n)
+    for i in range(n):
+        ai = csq[i]
+        bi = csq[i] * tsq[i]
+        if o[i] < 1.0:
+            ai += cpos[i]
+            bi += cpos[i]
+        if o[i] > -1.0:
+            ai += cneg[i]
+            bi -= cneg[i]
+        a[i] = ai
+        b[i] = bi
+    return a, b
+
+
+@numba.njit(cache=True, nogil=True)
+def loss_sum(o, cpos, cneg, csq, tsq):
+    """``sum_i`` of the row losses of :func:`active_weights` (without the 1/2)."""
+    s = 0.0
+    for i in range(o.shape[0]):
+        if o[i] < 1.0:
+            s += cpos[i] * (1.0 - o[i]) ** 2
+        if o[i] > -1.0:
+            s += cneg[i] * (1.0 + o[i]) ** 2
+        s += csq[i] * (o[i] - tsq[i]) ** 2
+    return 0.5 * s
+
+
+@numba.njit(cache=True, nogil=True)
+def line_derivatives(o, dd, cpos, cneg, csq, tsq, deltas):
+    """Loss part of phi'(delta), its slope phi'' (right limit) and phi at each candidate delta.
+
+    Also counts, per interval (deltas[k-1], deltas[k]], the breakpoints inside it so the driver
+    knows how much a second, exact pass over one interval will ship.
+    """
+    K = deltas.shape[0]
+    der = np.zeros(K)
+    slope = np.zeros(K)
+    val = np.zeros(K)
+    counts = np.zeros(K, dtype=np.int64)
+    for i in range(o.shape[0]):
+        oi = o[i]
+        di = dd[i]
+        for k in range(K):
+            z = oi + deltas[k] * di
+            if cpos[i] > 0.0 and (z < 1.0 or (z == 1.0 and di < 0.0)):
+                der[k] += cpos[i] * (z - 1.0) * di
+                slope[k] += cpos[i] * di * di
+                val[k] += 0.5 * cpos[i] * (1.0 - z) ** 2
+            if cneg[i] > 0.0 and (z > -1.0 or (z == -1.0 and di > 0.0)):
+                der[k] += cneg[i] * (z + 1.0) * di
+                slope[k] += cneg[i] * di * di
+                val[k] += 0.5 * cneg[i] * (1.0 + z) ** 2
+            if csq[i] > 0.0:
+                der[k] += csq[i] * (z - tsq[i]) * di
+                slope[k] += csq[i] * di * di
+                val[k] += 0.5 * csq[i] * (z - tsq[i]) ** 2
+        if di != 0.0:
+            for target, c in ((1.0, cpos[i]), (-1.0, cneg[i])):
+                if c > 0.0:
+                    bp = (target - oi) / di
+                    for k in range(1, K):
+                        if deltas[k - 1] < bp <= deltas[k]:
+                            counts[k] += 1
+    return der, slope, val, counts
+
+
+@numba.njit(cache=True, nogil=True)
+def breakpoints_between(o, dd, cpos, cneg, lo, hi):
+    """Breakpoints in (lo, hi] with the change of phi'' when delta crosses each (increasing)."""
+    pos = []
+    change = []
+    for i in range(o.shape[0]):
+        di = dd[i]
+        if di == 0.0:
+            continue
+        if cpos[i] > 0.0:
+            bp = (1.0 - o[i]) / di
+            if lo < bp <= hi:
+                pos.append(bp)
+                # + term is active below the margin: it leaves when outputs rise through 1
+                change.append(-cpos[i] * di * di if di > 0.0 else cpos[i] * di * di)
+        if cneg[i] > 0.0:
+            bp = (-1.0 - o[i]) / di
+            if lo < bp <= hi:
+                pos.append(bp)
+                change.append(cneg[i] * di * di if di > 0.0 else -cneg[i] * di * di)
+    return np.array(pos, dtype=np.float64), np.array(change, dtype=np.float64)
+
+
+@numba.njit(cache=True, nogil=True)
+def margin_violations(o, o_new, cpos, cneg, tau):
+    """svmlin's optimality check (thesis 6.2.3): count hinge terms whose side of the margin at the
+    Newton point ``o_new`` disagrees, beyond tau, with the active set chosen at ``o``."""
+    bad = 0
+    for i in range(o.shape[0]):
+        if cpos[i] > 0.0:
+            if o[i] < 1.0:
+                if not (o_new[i] < 1.0 + tau):
+                    bad += 1
+            elif not (o_new[i] >= 1.0 - tau):
+                bad += 1
+        if cneg[i] > 0.0:
+            if o[i] > -1.0:
+                if not (-o_new[i] < 1.0 + tau):
+                    bad += 1
+            elif not (-o_new[i] >= 1.0 - tau):
+                bad += 1
+    return bad

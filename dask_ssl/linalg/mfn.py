@@ -1,0 +1,270 @@
+"""Modified finite Newton (L2-SVM-MFN, thesis 6.2) on row blocks held by the workers.
+
+Minimizes, over w (bias last, regularized like a feature, as svmlin does),
+
+    f(w) = gamma/2 ||w||^2 + sum_i [ cpos_i/2 max(0, 1 - o_i)^2 + cneg_i/2 max(0, 1 + o_i)^2
+                                     + csq_i/2 (o_i - tsq_i)^2 ],     o = [X, 1] w.
+
+One labeled row with label y and cost c is ``cpos = c`` (y = +1) or ``cneg = c`` (y = -1); an
+unlabeled row of the deterministic-annealing w-step carries both hinge terms (Eq 6.11); RLS uses
+the squared term. The per-row costs live in worker-side state (see :mod:`.workerstate`) and are
+set by the estimator that owns the run.
+
+Round trips per Newton step: one to assemble the Newton system (the Gram matrix update on the
+small-d path, the right-hand side on the CG path, plus one per CG iteration), one that moves to the
+Newton point, runs svmlin's optimality check and evaluates phi' at a grid of step lengths, and at
+most one more to fetch the breakpoints inside the bracketing interval for the exact line search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from . import kernels, workerstate
+from .rowblocks import RowBlocks
+
+#: Step lengths evaluated in the first line-search round trip; Newton steps usually land near 1.
+STEP_GRID = np.array([0.0, 1 / 16, 1 / 8, 1 / 4, 3 / 8, 1 / 2, 5 / 8, 3 / 4, 7 / 8, 1.0,
+                      1.25, 1.5, 2.0, 4.0, 8.0, 16.0])
+#: Breakpoints one interval may hold before the driver refines the grid instead of fetching them.
+MAX_BREAKPOINTS = 200_000
+
+
+# worker side ------------------------------------------------------------------------------
+
+def ws_init(i, X, arrays, token):
+    """Create block ``i``'s state from per-row arrays (cpos, cneg and optionally csq, tsq, ...)."""
+    n = X.shape[0]
+    state = {k: np.asarray(v, dtype=np.float64) if k in ("cpos", "cneg", "csq", "tsq") else v
+             for k, v in arrays.items()}
+    for k in ("cpos", "cneg", "csq", "tsq"):
+        state.setdefault(k, np.zeros(n))
+    state["o"] = np.zeros(n)
+    workerstate.put(token, i, state)
+    return n
+
+
+def ws_assemble(i, X, token, w, step, bias, gram, full):
+    st = workerstate.get(token, i)
+    st["o"] = kernels.matvec(X, w, bias) if step is None else st["o"] + step * st["d"]
+    o = st["o"]
+    a, b = kernels.active_weights(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
+    loss = kernels.loss_sum(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
+    st["a"] = a
+    if not gram:
+        return None, kernels.rmatvec(X, b, bias), loss
+    if full or "a_prev" not in st:
+        rows = np.flatnonzero(a)
+        G = kernels.gram_rows(X, rows, a[rows], bias)
+        rhs = kernels.rmatvec(X, b, bias)
+    else:
+        rows = np.flatnonzero((a != st["a_prev"]) | (b != st["b_prev"]))
+        G = kernels.gram_rows(X, rows, a[rows] - st["a_prev"][rows], bias)
+        rhs = kernels.rmatvec(X[rows], b[rows] - st["b_prev"][rows], bias)
+    st["a_prev"], st["b_prev"] = a, b
+    return G, rhs, loss
+
+
+def ws_advance(i, X, token, step):
+    """Move the block's outputs to ``o + step d`` and return its loss there."""
+    st = workerstate.get(token, i)
+    st["o"] = st["o"] + step * st["d"]
+    return kernels.loss_sum(st["o"], st["cpos"], st["cneg"], st["csq"], st["tsq"])
+
+
+def ws_normal_product(i, X, token, p, bias):
+    return kernels.weighted_normal_product(X, workerstate.get(token, i)["a"], p, bias)
+
+
+def ws_direction(i, X, token, wbar, bias, deltas, tau):
+    st = workerstate.get(token, i)
+    o = st["o"]
+    o_new = kernels.matvec(X, wbar, bias)
+    st["d"] = o_new - o
+    viol = kernels.margin_violations(o, o_new, st["cpos"], st["cneg"], tau)
+    der, slope, val, counts = kernels.line_derivatives(o, st["d"], st["cpos"], st["cneg"],
+                                                       st["csq"], st["tsq"], deltas)
+    return viol, der, slope, val, counts
+
+
+def ws_grid(i, X, token, deltas):
+    st = workerstate.get(token, i)
+    return (0,) + kernels.line_derivatives(st["o"], st["d"], st["cpos"], st["cneg"], st["csq"],
+                                           st["tsq"], deltas)
+
+
+def ws_breakpoints(i, X, token, lo, hi):
+    st = workerstate.get(token, i)
+    return kernels.breakpoints_between(st["o"], st["d"], st["cpos"], st["cneg"], lo, hi)
+
+
+# driver side ------------------------------------------------------------------------------
+
+def exact_root(lo: float, der_lo: float, slope_lo: float, positions: np.ndarray,
+               changes: np.ndarray, hi: float) -> float:
+    """Root of a continuous, increasing, piecewise-linear phi' on [lo, hi].
+
+    ``der_lo`` and ``slope_lo`` are phi'(lo) and the right-hand slope there; ``positions`` are
+    the breakpoints in (lo, hi] and ``changes`` the slope change at each.
+    """
+    order = np.argsort(positions, kind="stable")
+    cur, der, slope = lo, der_lo, slope_lo
+    for bp, ch in zip(positions[order], changes[order]):
+        at_bp = der + slope * (bp - cur)
+        if at_bp >= 0.0:
+            break
+        cur, der, slope = bp, at_bp, slope + ch
+    return min(cur - der / slope, hi) if slope > 0 else cur
+
+
+@dataclass
+class MFNResult:
+    w: np.ndarray
+    objective: float
+    n_newton: int
+    n_cg: int
+    converged: bool
+    history: list = field(default_factory=list)
+
+
+class MFNSolver:
+    """Driver of L2-SVM-MFN over the worker-side state of one run.
+
+    Parameters
+    ----------
+    blocks : RowBlocks
+    token : str
+        Run token under which :func:`ws_init` stored each block's state.
+    bias : bool
+        Append the constant feature (svmlin's regularized bias).
+    gram : bool
+        Small-d path: each block returns ``[X,1]^T A [X,1]`` (updated incrementally between
+        Newton steps by the rows whose weight changed) and the driver solves by Cholesky.
+        Otherwise conjugate gradients on the normal equations, one round trip per iteration.
+    tol : float
+        tau of the stopping rule (6.2.3) and epsilon of CG (svmlin: 1e-6 both).
+    """
+
+    def __init__(self, blocks: RowBlocks, token: str, *, bias: bool = True, gram: bool = True,
+                 tol: float = 1e-6, cg_tol: float | None = None, max_newton: int = 100,
+                 max_cg: int = 1000, refresh_every: int = 10):
+        self.blocks = blocks
+        self.token = token
+        self.bias = bias
+        self.gram = gram
+        self.tol = tol
+        self.cg_tol = tol if cg_tol is None else cg_tol
+        self.max_newton = max_newton
+        self.max_cg = max_cg
+        self.refresh_every = refresh_every
+        self.round_trips = 0
+
+    @property
+    def dim(self) -> int:
+        return self.blocks.n_features + (1 if self.bias else 0)
+
+    def _map(self, fn, *args):
+        self.round_trips += 1
+        return self.blocks.map(fn, self.token, *args)
+
+    def _cg(self, gamma: float, rhs: np.ndarray, w0: np.ndarray) -> tuple[np.ndarray, int]:
+        """Conjugate gradients on ``(gamma I + X^T A X) w = rhs`` seeded with ``w0``."""
+        def product(p):
+            return gamma * p + np.sum(self._map(ws_normal_product, p, self.bias), axis=0)
+
+        w = w0.copy()
+        r = rhs - product(w)
+        target = self.cg_tol * max(np.linalg.norm(rhs), 1e-300)
+        p = r.copy()
+        rr = r @ r
+        it = 0
+        while np.sqrt(rr) > target and it < self.max_cg:
+            q = product(p)
+            alpha = rr / (p @ q)
+            w += alpha * p
+            r -= alpha * q
+            rr_new = r @ r
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+            it += 1
+        return w, it
+
+    def _reduce_grid(self, parts, w, direction, gamma, deltas):
+        viol = sum(int(p[0]) for p in parts)
+        der = np.sum([p[1] for p in parts], axis=0)
+        slope = np.sum([p[2] for p in parts], axis=0)
+        val = np.sum([p[3] for p in parts], axis=0)
+        counts = np.sum([p[4] for p in parts], axis=0)
+        dd = direction @ direction
+        der = der + gamma * (w @ direction + deltas * dd)
+        slope = slope + gamma * dd
+        wd = w[None, :] + deltas[:, None] * direction[None, :]
+        val = val + 0.5 * gamma * np.einsum("ij,ij->i", wd, wd)
+        return viol, der, slope, val, counts
+
+    def _line_search(self, w, direction, gamma, grid) -> float:
+        """Exact minimizer of phi(delta) = f(w + delta direction) given the first grid pass."""
+        deltas = STEP_GRID
+        _, der, slope, _, counts = grid
+        while True:
+            above = np.flatnonzero(der >= 0.0)
+            if above.size:
+                k = int(above[0])
+                if k == 0:
+                    return 0.0
+                lo, hi = float(deltas[k - 1]), float(deltas[k])
+                if counts[k] <= MAX_BREAKPOINTS or hi - lo <= 1e-12 * max(hi, 1.0):
+                    break
+                deltas = np.linspace(lo, hi, 17)
+            else:
+                deltas = np.geomspace(deltas[-1], deltas[-1] * 1e4, 16)
+            _, der, slope, _, counts = self._reduce_grid(
+                self._map(ws_grid, deltas), w, direction, gamma, deltas)
+        if counts[k] == 0:
+            return float(min(lo - der[k - 1] / slope[k - 1], hi))
+        parts = self._map(ws_breakpoints, lo, hi)
+        positions = np.concatenate([p[0] for p in parts])
+        changes = np.concatenate([p[1] for p in parts])
+        return exact_root(lo, float(der[k - 1]), float(slope[k - 1]), positions, changes, hi)
+
+    def solve(self, w0: np.ndarray | None, gamma: float) -> MFNResult:
+        """Run Newton steps from ``w0`` (zeros if None) until the active set is stable."""
+        w = np.zeros(self.dim) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
+        step = None
+        G = rhs = None
+        n_cg = 0
+        history = []
+        for it in range(self.max_newton):
+            full = G is None or it % self.refresh_every == 0
+            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full)
+            loss = sum(p[2] for p in parts)
+            history.append(0.5 * gamma * (w @ w) + loss)
+            if self.gram:
+                dG = np.sum([p[0] for p in parts], axis=0)
+                drhs = np.sum([p[1] for p in parts], axis=0)
+                G, rhs = (dG, drhs) if full else (G + dG, rhs + drhs)
+                H = G + gamma * np.eye(self.dim)
+                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
+            else:
+                rhs = np.sum([p[1] for p in parts], axis=0)
+                wbar, k = self._cg(gamma, rhs, w)
+                n_cg += k
+            direction = wbar - w
+            grid = self._reduce_grid(self._map(ws_direction, wbar, self.bias, STEP_GRID, self.tol),
+                                     w, direction, gamma, STEP_GRID)
+            if grid[0] == 0:
+                return self._finish(wbar, 1.0, gamma, it + 1, n_cg, True, history)
+            delta = self._line_search(w, direction, gamma, grid)
+            w = w + delta * direction
+            step = delta
+        return self._finish(w, step, gamma, self.max_newton, n_cg, False, history)
+
+    def _finish(self, w, step, gamma, n_newton, n_cg, converged, history) -> MFNResult:
+        """Leave the workers' outputs at the returned w; the objective is evaluated there."""
+        loss = sum(self._map(ws_advance, step))
+        objective = float(0.5 * gamma * (w @ w) + loss)
+        history.append(objective)
+        return MFNResult(w, objective, n_newton, n_cg, converged, history)

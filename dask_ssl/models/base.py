@@ -1,0 +1,188 @@
+"""What every linear dask-ssl classifier shares: input handling, one-vs-rest, prediction, saving."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ..cluster import get_client
+from ..linalg import RowBlocks, workerstate
+from ..linalg.mfn import MFNSolver
+from ._input import encode_labels, to_blocks
+
+#: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
+GRAM_MAX_FEATURES = 1000
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value) and (
+        value >= 0 if allow_zero else value > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+
+
+class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the linear estimators: ``decision_function(x) = w^T x + b`` per class.
+
+    Subclasses implement ``_fit_binary(blocks, y, costs, w0, token) -> dict`` where ``y`` holds
+    +1/-1 on labeled rows and 0 on unlabeled ones; the dict has ``w`` (bias last), ``objective``,
+    ``n_iter`` and optionally ``history`` and ``transduction`` (per-row +1/-1 on all rows).
+    """
+
+    # fitting -----------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        check_positive("gamma", self.gamma)
+        check_positive("tol", self.tol)
+        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
+            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
+        if self.solver not in ("auto", "gram", "cg"):
+            raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
+
+    def _solver(self, blocks: RowBlocks, token: str) -> MFNSolver:
+        gram = self.solver == "gram" or (self.solver == "auto"
+                                         and blocks.n_features <= GRAM_MAX_FEATURES)
+        return MFNSolver(blocks, token, bias=self.fit_intercept, gram=gram, tol=self.tol,
+                         max_newton=self.max_iter)
+
+    def fit(self, X, y=None, *, sample_weight=None, coef_init=None):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : array, sparse matrix, dask array or RowBlocks, shape (n, d)
+        y : array of shape (n,), optional
+            Class labels; rows equal to ``unlabeled`` are unlabeled. Taken from the blocks'
+            labels when X is a RowBlocks that carries them.
+        sample_weight : array of shape (n,), optional
+            Per-example cost multipliers (svmlin's per-example costs); labeled costs are
+            ``sample_weight_i / l``.
+        coef_init : array of shape (n_classes_fitted, d + 1), optional
+            Starting weights (bias last), e.g. last night's model: the seeds' "seeding".
+        """
+        t0 = time.perf_counter()
+        self._check_params()
+        client = get_client(self.client)
+        blocks = to_blocks(X, client, self.n_blocks)
+        if y is None:
+            if not isinstance(X, RowBlocks) or X.labels is None:
+                raise ValueError("y is required unless X is a RowBlocks that carries labels")
+            y = X.gather_labels()
+        classes, codes = encode_labels(y, blocks.n_rows, self.unlabeled)
+        self._check_data(codes)
+        n_labeled = int((codes >= 0).sum())
+        weights = np.ones(blocks.n_rows) if sample_weight is None else np.asarray(
+            sample_weight, dtype=np.float64)
+        if weights.shape != (blocks.n_rows,) or not np.all(np.isfinite(weights)) or (weights < 0).any():
+            raise ValueError("sample_weight must be a finite, non-negative vector with one entry per row")
+        costs = weights / n_labeled
+        targets = [1] if classes.size == 2 else list(range(classes.size))
+        dim = blocks.n_features + (1 if self.fit_intercept else 0)
+        if coef_init is not None:
+            coef_init = np.asarray(coef_init, dtype=np.float64).reshape(len(targets), -1)
+            if coef_init.shape[1] != dim:
+                raise ValueError(f"coef_init has {coef_init.shape[1]} columns, expected {dim} "
+                                 f"(features{' + bias' if self.fit_intercept else ''})")
+        W, objectives, iters, histories, transductions = [], [], [], [], []
+        for k, cls in enumerate(targets):
+            yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
+            token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
+            try:
+                out = self._fit_binary(blocks, yk, costs, None if coef_init is None
+                                       else coef_init[k], token)
+            finally:
+                client.run(workerstate.drop, token)
+            W.append(out["w"])
+            objectives.append(out["objective"])
+            iters.append(out["n_iter"])
+            histories.append(out.get("history", []))
+            transductions.append(out.get("transduction"))
+        W = np.vstack(W)
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = W[:, :-1].copy(), W[:, -1].copy()
+        else:
+            self.coef_, self.intercept_ = W, np.zeros(W.shape[0])
+        self.classes_ = classes
+        self.n_features_in_ = blocks.n_features
+        self.objective_ = objectives[0] if len(objectives) == 1 else np.array(objectives)
+        self.n_iter_ = iters[0] if len(iters) == 1 else np.array(iters)
+        self.history_ = histories[0] if len(histories) == 1 else histories
+        if all(t is not None for t in transductions):
+            self.transduction_ = self._labels_from_scores(np.column_stack(transductions))
+        self.n_labeled_ = n_labeled
+        self.data_shape_ = (blocks.n_rows, blocks.n_features)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _check_data(self, codes: np.ndarray) -> None:
+        """Hook for estimators that need unlabeled rows (the semi-supervised ones)."""
+
+    # prediction --------------------------------------------------------------------------
+    def decision_function(self, X):
+        """``X w + b``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
+        import dask.array as da
+
+        if isinstance(X, RowBlocks):
+            W = np.column_stack([self.coef_, self.intercept_]).T
+            parts = X.map(_block_scores, W, self.coef_.shape[1])
+            scores = np.concatenate(parts)
+        elif isinstance(X, da.Array):
+            scores = X @ self.coef_.T + self.intercept_
+        else:
+            if not sp.issparse(X):
+                X = np.asarray(X, dtype=np.float64)
+            if X.ndim != 2 or X.shape[1] != self.coef_.shape[1]:
+                raise ValueError(f"X has shape {X.shape}; the model expects "
+                                 f"{self.coef_.shape[1]} features")
+            scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        return scores[:, 0] if self.classes_.size == 2 else scores
+
+    def _labels_from_scores(self, scores):
+        scores = np.asarray(scores)
+        if scores.ndim == 1 or scores.shape[1] == 1:
+            return self.classes_[(scores.ravel() > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, X):
+        return self._labels_from_scores(self.decision_function(X))
+
+    # persistence (see artifact.py) --------------------------------------------------------
+    def _fitted_info(self) -> dict:
+        obj = self.objective_
+        return {
+            "n_features": int(self.n_features_in_),
+            "data_shape": [int(v) for v in self.data_shape_],
+            "n_labeled": int(self.n_labeled_),
+            "classes": self.classes_.tolist(),
+            "objective": obj.tolist() if isinstance(obj, np.ndarray) else float(obj),
+            "n_iter": self.n_iter_.tolist() if isinstance(self.n_iter_, np.ndarray) else int(self.n_iter_),
+            "fit_seconds": float(self.fit_seconds_),
+            "history": self.history_,
+        }
+
+    def _fitted_arrays(self) -> dict:
+        return {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_}
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        self.coef_ = arrays["coef"]
+        self.intercept_ = arrays["intercept"]
+        self.classes_ = arrays["classes"]
+        self.n_features_in_ = doc["n_features"]
+        self.data_shape_ = tuple(doc["data_shape"])
+        self.n_labeled_ = doc["n_labeled"]
+        self.objective_ = np.asarray(doc["objective"]) if isinstance(doc["objective"], list) else doc["objective"]
+        self.n_iter_ = doc["n_iter"]
+        self.fit_seconds_ = doc["fit_seconds"]
+        self.history_ = doc.get("history", [])
+
+    def coef_with_bias(self) -> np.ndarray:
+        """Fitted weights as ``(k, d + 1)`` with the bias last: a ``coef_init`` for a retrain."""
+        return np.column_stack([self.coef_, self.intercept_])
+
+
+def _block_scores(i, X, W, d):
+    return np.asarray(X @ W[:d]) + W[d]
