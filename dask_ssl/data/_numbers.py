@@ -1,0 +1,121 @@
+"""Decimal number parsing inside numba loops.
+
+The readers tokenize text in numba and must turn digits into float64 values *exactly* as
+Python's ``float`` would. Clinger's fast path is exact when the decimal mantissa fits in 53
+bits and the power of ten is at most 22 (both are then exact doubles and one IEEE operation
+rounds once); that covers nearly every value real files hold. Longer mantissas (``%.17g``
+output, for one) are flagged and converted afterwards by NumPy, which rounds correctly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Parsed exactly by :func:`parse_number`.
+EXACT = 0
+#: Valid syntax, but the value must be converted by :func:`convert_flagged`.
+FLAGGED = 1
+#: Not a number.
+INVALID = -1
+
+_POW10 = np.array([10.0 ** k for k in range(23)])
+_MAX_EXACT = 2 ** 53
+
+
+@njit(cache=True, inline="always")
+def _lower(c):
+    return c + 32 if 65 <= c <= 90 else c
+
+
+@njit(cache=True)
+def _is_special(buf, s, e):
+    # nan, inf, infinity in any case: valid for float(), left to NumPy.
+    n = e - s
+    if n == 3:
+        a, b, c = _lower(buf[s]), _lower(buf[s + 1]), _lower(buf[s + 2])
+        return (a == 110 and b == 97 and c == 110) or (a == 105 and b == 110 and c == 102)
+    if n == 8:
+        word = (105, 110, 102, 105, 110, 105, 116, 121)
+        for k in range(8):
+            if _lower(buf[s + k]) != word[k]:
+                return False
+        return True
+    return False
+
+
+@njit(cache=True)
+def parse_number(buf, s, e):
+    """Parse ``buf[s:e]`` (uint8) as a decimal float.
+
+    Returns
+    -------
+    status : int
+        ``EXACT`` (value is final), ``FLAGGED`` (syntax valid, convert with NumPy) or
+        ``INVALID``.
+    value : float
+    """
+    if s >= e:
+        return INVALID, 0.0
+    neg = False
+    p = s
+    if buf[p] == 43 or buf[p] == 45:  # + -
+        neg = buf[p] == 45
+        p += 1
+    if p < e and (_lower(buf[p]) == 110 or _lower(buf[p]) == 105):
+        return (FLAGGED if _is_special(buf, p, e) else INVALID), 0.0
+    mant = 0
+    exact = True
+    n_digits = 0
+    n_frac = 0
+    while p < e and 48 <= buf[p] <= 57:
+        if mant <= _MAX_EXACT:
+            mant = mant * 10 + (buf[p] - 48)
+        else:
+            exact = False
+        n_digits += 1
+        p += 1
+    if p < e and buf[p] == 46:  # .
+        p += 1
+        while p < e and 48 <= buf[p] <= 57:
+            if mant <= _MAX_EXACT:
+                mant = mant * 10 + (buf[p] - 48)
+                n_frac += 1
+            else:
+                exact = False
+            n_digits += 1
+            p += 1
+    if n_digits == 0:
+        return INVALID, 0.0
+    exp = 0
+    if p < e and (buf[p] == 101 or buf[p] == 69):  # e E
+        p += 1
+        exp_neg = False
+        if p < e and (buf[p] == 43 or buf[p] == 45):
+            exp_neg = buf[p] == 45
+            p += 1
+        if p >= e:
+            return INVALID, 0.0
+        while p < e and 48 <= buf[p] <= 57:
+            if exp < 100000:
+                exp = exp * 10 + (buf[p] - 48)
+            p += 1
+        if exp_neg:
+            exp = -exp
+    if p != e:
+        return INVALID, 0.0
+    if mant == 0:
+        return EXACT, -0.0 if neg else 0.0
+    e10 = exp - n_frac
+    if not exact or mant > _MAX_EXACT or e10 > 22 or e10 < -22:
+        return FLAGGED, 0.0
+    value = mant * _POW10[e10] if e10 >= 0 else mant / _POW10[-e10]
+    return EXACT, -value if neg else value
+
+
+def convert_flagged(buf, starts, ends) -> np.ndarray:
+    """Convert the flagged number tokens ``buf[starts[k]:ends[k]]`` with NumPy's rounding."""
+    if len(starts) == 0:
+        return np.empty(0)
+    raw = bytes(buf)
+    return np.array([raw[s:e] for s, e in zip(starts.tolist(), ends.tolist())]).astype(np.float64)

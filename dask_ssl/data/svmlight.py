@@ -1,0 +1,326 @@
+"""Reading svmlight / libsvm files in parallel byte ranges on the Dask workers.
+
+Format, one example a line: ``<label> <index>:<value> <index>:<value> ... # comment`` with
+1-based, strictly increasing feature indices. Label ``0`` marks an unlabeled example (the
+svmlin / SVMlight convention); labels are kept as read, as floats, so callers decide how to map
+them. ``qid:`` (ranking) tokens are rejected: this library trains classifiers, and silently
+dropping query ids would hide a data mix-up.
+
+A file is cut into byte ranges whose boundaries are moved to line starts; each range is parsed
+on a worker into a CSR block. The driver only reads a few bytes around each boundary, so line
+numbers in error messages stay exact: every range reports how many lines it holds and the
+driver adds those of the ranges before it.
+
+``client=None`` parses in the calling process and returns ``(X, y)`` (SciPy CSR, NumPy): the
+path for small files and for prediction. With a client the result is a
+:class:`~dask_ssl.linalg.RowBlocks` with per-block label futures.
+"""
+
+from __future__ import annotations
+
+import math
+
+import fsspec
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from ..linalg.rowblocks import RowBlocks
+from ._numbers import EXACT, INVALID, convert_flagged, parse_number
+
+_DEFAULT_BLOCK_BYTES = 64 * 2 ** 20
+_WINDOW = 2 ** 16  # bytes read at a time when moving a boundary to the next line start
+
+_OK, _BAD_LABEL, _BAD_TOKEN, _QID, _BAD_INDEX, _INDEX_ZERO, _UNSORTED, _BAD_VALUE, _TOO_LARGE = range(9)
+
+_MESSAGES = {
+    _BAD_LABEL: "label {token!r} is not a number",
+    _BAD_TOKEN: "token {token!r} is not of the form <index>:<value>",
+    _QID: "token {token!r}: qid (query id) tokens are not supported; remove them, this reader "
+          "loads classification data only",
+    _BAD_INDEX: "feature index in {token!r} is not a positive integer below 2**31",
+    _INDEX_ZERO: "feature index 0 in {token!r}: indices are 1-based",
+    _UNSORTED: "feature index in {token!r} is not larger than the one before it (indices must "
+               "be strictly increasing)",
+    _BAD_VALUE: "value in {token!r} is not a number",
+    _TOO_LARGE: "feature index in {token!r} exceeds n_features={n_features}",
+}
+
+
+@njit(cache=True, inline="always")
+def _is_space(c):
+    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+
+
+@njit(cache=True)
+def _grow(a):
+    out = np.empty(2 * a.shape[0], a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True)
+def _parse(buf, max_rows, max_nnz, n_features):
+    """Tokenize svmlight lines in ``buf``; ``n_features=0`` means no limit.
+
+    Values that :func:`parse_number` flags are recorded by position (``flag_pos``: the entry in
+    ``data``, or ``-1 - row`` for a label) and converted afterwards. Returns the arrays, their
+    used lengths, the number of lines seen, the largest index, and an error triple
+    (code, line, token span) with ``code == _OK`` when the text is valid.
+    """
+    labels = np.empty(max_rows)
+    indptr = np.zeros(max_rows + 1, np.int64)
+    indices = np.empty(max_nnz, np.int32)
+    data = np.empty(max_nnz)
+    flag_pos = np.empty(64, np.int64)
+    flag_s = np.empty(64, np.int64)
+    flag_e = np.empty(64, np.int64)
+    n = buf.shape[0]
+    row = nnz = n_flag = line = max_index = 0
+    err = _OK
+    err_s = err_e = 0
+    p = 0
+    while p < n and err == _OK:
+        q = p
+        while q < n and buf[q] != 10:
+            q += 1
+        end = p
+        while end < q and buf[end] != 35:  # '#' starts a comment
+            end += 1
+        t = p
+        first = True
+        last = 0
+        while err == _OK:
+            while t < end and _is_space(buf[t]):
+                t += 1
+            if t >= end:
+                break
+            s = t
+            while t < end and not _is_space(buf[t]):
+                t += 1
+            err_s, err_e = s, t
+            if first:
+                status, value = parse_number(buf, s, t)
+                if status == INVALID:
+                    err = _BAD_LABEL
+                    break
+                labels[row] = value
+                pos = -1 - row
+                vs = s
+                first = False
+            else:
+                c = s
+                while c < t and buf[c] != 58:  # ':'
+                    c += 1
+                if c == t:
+                    err = _BAD_TOKEN
+                    break
+                if c - s == 3 and buf[s] == 113 and buf[s + 1] == 105 and buf[s + 2] == 100:
+                    err = _QID
+                    break
+                index = 0
+                for k in range(s, c):
+                    if not 48 <= buf[k] <= 57 or index >= 2 ** 31:
+                        err = _BAD_INDEX
+                        break
+                    index = index * 10 + (buf[k] - 48)
+                if err != _OK:
+                    break
+                if c == s or index >= 2 ** 31:
+                    err = _BAD_INDEX
+                    break
+                if index == 0:
+                    err = _INDEX_ZERO
+                    break
+                if index <= last:
+                    err = _UNSORTED
+                    break
+                if n_features > 0 and index > n_features:
+                    err = _TOO_LARGE
+                    break
+                status, value = parse_number(buf, c + 1, t)
+                if status == INVALID:
+                    err = _BAD_VALUE
+                    break
+                last = index
+                max_index = max(max_index, index)
+                indices[nnz] = index - 1
+                data[nnz] = value
+                pos = nnz
+                vs = c + 1
+                nnz += 1
+            if status != EXACT:
+                if n_flag == flag_pos.shape[0]:
+                    flag_pos, flag_s, flag_e = _grow(flag_pos), _grow(flag_s), _grow(flag_e)
+                flag_pos[n_flag], flag_s[n_flag], flag_e[n_flag] = pos, vs, t
+                n_flag += 1
+        if err != _OK:
+            break
+        if not first:
+            row += 1
+            indptr[row] = nnz
+        if q < n:
+            line += 1
+        p = q + 1
+    return (labels, indptr, indices, data, row, nnz, flag_pos[:n_flag], flag_s[:n_flag],
+            flag_e[:n_flag], line, max_index, err, err_s, err_e)
+
+
+def _parse_range(url, start, end, n_features, storage_options):
+    """Parse bytes ``[start, end)`` of ``url`` (a whole number of lines).
+
+    Returns a dict: ``X`` (CSR, ``max_index`` columns), ``y``, ``n_lines`` (newlines in the
+    range) and ``error`` (None, or ``(local line, message)``), so the driver can place the
+    error at its line in the whole file.
+    """
+    with fsspec.open(url, "rb", **storage_options) as f:
+        f.seek(start)
+        raw = f.read(end - start)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    max_rows = raw.count(b"\n") + 1
+    (labels, indptr, indices, data, n_rows, nnz, flag_pos, flag_s, flag_e, n_lines, max_index,
+     err, err_s, err_e) = _parse(buf, max_rows, max(raw.count(b":"), 1), n_features)
+    if err != _OK:
+        token = raw[err_s:err_e].decode("utf-8", "replace")
+        return {"error": (n_lines, _MESSAGES[err].format(token=token, n_features=n_features)),
+                "n_lines": raw.count(b"\n")}
+    values = convert_flagged(buf, flag_s, flag_e)
+    in_data = flag_pos >= 0
+    data[flag_pos[in_data]] = values[in_data]
+    labels[-1 - flag_pos[~in_data]] = values[~in_data]
+    X = sp.csr_matrix((data[:nnz].copy(), indices[:nnz].copy(), indptr[:n_rows + 1].copy()),
+                      shape=(n_rows, max_index))
+    return {"X": X, "y": labels[:n_rows].copy(), "n_lines": n_lines, "error": None}
+
+
+def _meta(part):
+    return {k: part[k] for k in ("n_lines", "error")} | (
+        {"n_rows": part["X"].shape[0], "n_cols": part["X"].shape[1]} if part["error"] is None
+        else {})
+
+
+def _block(part, n_features):
+    X = part["X"]
+    if X.shape[1] != n_features:
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+    return X
+
+
+def _labels(part):
+    return part["y"]
+
+
+def _expand(paths, storage_options):
+    """Files to read, in order (globs expanded and sorted), with their sizes in bytes."""
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    files = []
+    for path in paths:
+        fs, _, found = fsspec.get_fs_token_paths(str(path), storage_options=storage_options)
+        if not found:
+            raise ValueError(f"no file matches {path!s}")
+        files += [(fs.unstrip_protocol(p), fs.size(p)) for p in sorted(found)]
+    return files
+
+
+def _next_line_start(f, pos, size):
+    """Smallest line start >= pos (``size`` when none), reading from ``pos - 1``."""
+    if pos <= 0:
+        return 0
+    f.seek(pos - 1)
+    at = pos - 1
+    while at < size:
+        chunk = f.read(_WINDOW)
+        if not chunk:
+            break
+        k = chunk.find(b"\n")
+        if k >= 0:
+            return at + k + 1
+        at += len(chunk)
+    return size
+
+
+def _ranges(files, n_blocks, storage_options):
+    """Split the files into ``(url, start, end)`` ranges of whole lines, about ``n_blocks``."""
+    total = sum(size for _, size in files) or 1
+    out = []
+    for url, size in files:
+        k = max(1, round(n_blocks * size / total))
+        with fsspec.open(url, "rb", **storage_options) as f:
+            cuts = sorted({_next_line_start(f, size * i // k, size) for i in range(k)} | {size})
+        out += [(url, a, b) for a, b in zip(cuts[:-1], cuts[1:])] or [(url, 0, 0)]
+    return out
+
+
+def _raise_first_error(ranges, metas):
+    lines_before = {}
+    for (url, _, _), meta in zip(ranges, metas):
+        offset = lines_before.get(url, 0)
+        if meta["error"] is not None:
+            local, message = meta["error"]
+            raise ValueError(f"{url}, line {offset + local + 1}: {message}")
+        lines_before[url] = offset + meta["n_lines"]
+
+
+def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage_options=None):
+    """Read svmlight / libsvm files into CSR row blocks, parsed in parallel on the workers.
+
+    Parameters
+    ----------
+    paths : str, path-like or list of them
+        Local paths or fsspec URLs; glob patterns are expanded (matches sorted). Rows keep the
+        order of the files, then of the lines.
+    client : distributed.Client or None
+        Where to parse. ``None`` parses in this process and returns in-memory arrays.
+    n_features : int, optional
+        Number of columns. By default the largest feature index in the data. An index above a
+        given ``n_features`` is an error.
+    n_blocks : int, optional
+        Target number of row blocks (ignored without a client). Default: one per worker thread,
+        or one per 64 MiB when that is more. Files get blocks in proportion to their size, at
+        least one each; ranges without data lines are dropped.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints).
+
+    Returns
+    -------
+    RowBlocks or (scipy.sparse.csr_matrix, numpy.ndarray)
+        With a client, a :class:`~dask_ssl.linalg.RowBlocks` (``sparse=True``, float64) whose
+        ``labels`` hold the labels as read (float64; ``0`` = unlabeled). Without one, ``(X, y)``.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the 1-based line for a malformed line: a label or value that is not
+        a number, a token without ``:``, a ``qid:`` token, an index that is 0, not an integer,
+        not increasing, or above ``n_features``. Also when no file matches a path.
+    """
+    storage_options = dict(storage_options or {})
+    if n_features is not None and (int(n_features) != n_features or n_features < 1):
+        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+    if n_blocks is not None and (int(n_blocks) != n_blocks or n_blocks < 1):
+        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+    files = _expand(paths, storage_options)
+    limit = int(n_features or 0)
+    if client is None:
+        ranges = [(url, 0, size) for url, size in files]
+        parts = [_parse_range(*r, limit, storage_options) for r in ranges]
+        _raise_first_error(ranges, parts)
+        width = int(n_features or max(p["X"].shape[1] for p in parts))
+        return (sp.vstack([_block(p, width) for p in parts], format="csr"),
+                np.concatenate([p["y"] for p in parts]))
+
+    if n_blocks is None:
+        total = sum(size for _, size in files)
+        n_blocks = max(sum(client.nthreads().values()), math.ceil(total / _DEFAULT_BLOCK_BYTES))
+    ranges = _ranges(files, n_blocks, storage_options)
+    parts = [client.submit(_parse_range, *r, limit, storage_options, pure=False) for r in ranges]
+    metas = client.gather([client.submit(_meta, p) for p in parts])
+    _raise_first_error(ranges, metas)
+    kept = [(p, m) for p, m in zip(parts, metas) if m["n_rows"] > 0]
+    if not kept:
+        raise ValueError(f"no data lines in {', '.join(url for url, _ in files)}")
+    width = int(n_features or max(m["n_cols"] for _, m in kept))
+    blocks = [client.submit(_block, p, width) for p, _ in kept]
+    labels = [client.submit(_labels, p) for p, _ in kept]
+    return RowBlocks(client, blocks, [m["n_rows"] for _, m in kept], width, True, labels)
