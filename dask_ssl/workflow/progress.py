@@ -1,0 +1,77 @@
+"""Progress of a run's long phases (reading, graph, fitting), on a terminal and in the state file.
+
+A phase shows its elapsed time and, when given a counter, a live figure such as the solver's
+round trips so far, so an outer loop that takes minutes visibly moves. On a terminal the line is
+redrawn in place; elsewhere (a log, a detached worker) only the start and end are written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+
+
+class Progress:
+    """Announces phases and keeps ``on_change(phase, detail)`` informed (the run state file).
+
+    Parameters
+    ----------
+    stream : file or None
+        Where to print; None prints nothing (a detached run).
+    on_change : callable, optional
+        Called at each phase start and end and at most every ``every`` seconds in between.
+    every : float
+        Seconds between live updates.
+    """
+
+    def __init__(self, stream=sys.stderr, on_change=None, every: float = 0.5):
+        self.stream = stream
+        self.on_change = on_change
+        self.every = every
+        self.timings: dict[str, float] = {}
+
+    def _live(self) -> bool:
+        return self.stream is not None and getattr(self.stream, "isatty", lambda: False)()
+
+    def say(self, text: str) -> None:
+        if self.stream is not None:
+            print(text, file=self.stream, flush=True)
+
+    @contextlib.contextmanager
+    def phase(self, name: str, counter=None, unit: str = ""):
+        """Time the ``with`` body as phase ``name``; ``counter()`` gives a live figure."""
+        t0 = time.perf_counter()
+        stop = threading.Event()
+
+        def detail() -> str:
+            figure = f", {counter()} {unit}" if counter is not None else ""
+            return f"{time.perf_counter() - t0:.1f} s{figure}"
+
+        def tick():
+            while not stop.wait(self.every):
+                if self._live():
+                    self.stream.write(f"\r  {name}: {detail()}   ")
+                    self.stream.flush()
+                if self.on_change is not None:
+                    self.on_change(name, detail())
+
+        if self.on_change is not None:
+            self.on_change(name, "started")
+        if not self._live():
+            self.say(f"  {name} ...")
+        thread = threading.Thread(target=tick, daemon=True, name=f"progress-{name}")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+            end = f"  {name}: done in {detail()}"
+            if self._live():
+                self.stream.write("\r" + end + "   \n")
+                self.stream.flush()
+            else:
+                self.say(end)

@@ -1,0 +1,100 @@
+"""A run's report: ``report.json`` and PNG plots of the per-stage history and of label sweeps.
+
+Plots are drawn with matplotlib's object API on an Agg canvas (no pyplot), so writing a report
+never touches the process-wide backend or opens a window.
+"""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from pathlib import Path
+
+from .store import write_json_atomic
+
+_PACKAGES = ("dask-ssl", "dask", "distributed", "numpy", "scipy", "scikit-learn", "numba")
+
+#: Per-stage history keys that are plotted against the stage, each in its own panel.
+_SERIES = ("objective", "switches", "entropy")
+
+#: History keys that say which stage a record belongs to, in order of preference.
+_STAGE_KEYS = ("stage", "newton_step", "T")
+
+
+def versions() -> dict:
+    """Versions of Python and of the packages that determine a run's numbers."""
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def write_report(run_dir: Path, report: dict) -> Path:
+    path = Path(run_dir) / "report.json"
+    write_json_atomic(path, report)
+    return path
+
+
+def _figure(width=6.0, height=3.6):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _histories(history) -> list[list[dict]]:
+    """One list of records per binary problem (one-vs-rest gives a list of lists)."""
+    if not history:
+        return []
+    return history if isinstance(history[0], list) else [history]
+
+
+def plot_history(history, path: Path, title: str) -> Path | None:
+    """Objective (and switches / entropy when recorded) per stage; None when nothing to plot."""
+    runs = [h for h in _histories(history) if h]
+    series = [k for k in _SERIES if any(k in r for h in runs for r in h)]
+    if not series:
+        return None
+    fig = _figure(height=2.6 * len(series))
+    axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
+    for k, records in enumerate(runs):
+        stage_key = next((s for s in _STAGE_KEYS if s in records[0]), None)
+        xs = [r[stage_key] if stage_key else i for i, r in enumerate(records)]
+        for ax, name in zip(axes, series):
+            pts = [(x, r[name]) for x, r in zip(xs, records) if r.get(name) is not None]
+            if pts:
+                ax.plot(*zip(*pts), marker="o", markersize=3,
+                        label=f"problem {k}" if len(runs) > 1 else None)
+    for ax, name in zip(axes, series):
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+        if name == "objective":
+            ax.set_yscale("symlog", linthresh=1e-6)
+    if len(runs) > 1:
+        axes[0].legend(fontsize="small")
+    axes[-1].set_xlabel(stage_key or "record")
+    axes[0].set_title(title)
+    fig.savefig(path)
+    return path
+
+
+def plot_sweep(sweep: list[dict], metric: str, path: Path, title: str) -> Path | None:
+    """``metric`` against the number of labeled rows, one point per swept value."""
+    pts = [(s["n_labeled"], s["metrics"][metric]) for s in sweep if metric in s["metrics"]]
+    if len(pts) < 2:
+        return None
+    fig = _figure()
+    ax = fig.subplots()
+    ax.plot(*zip(*sorted(pts)), marker="o")
+    ax.set_xscale("log")
+    ax.set_xlabel("labeled rows")
+    ax.set_ylabel(metric)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.savefig(path)
+    return path

@@ -1,0 +1,321 @@
+"""Running a workflow: read, split, (graph), fit, evaluate, store and promote, report.
+
+A run lives in its own directory (``RUNS/NAME/RUN_ID``): the resolved workflow
+(``workflow.json``), ``state.json`` (see :mod:`.state`), the fitted model (``model/``, so a
+resumed run need not fit again), ``report.json``, plots, the Dask performance report and
+predictions. The same function runs in the command's process or as a task on a worker
+(``--detach``), where it reaches the cluster through the worker's own client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import sys
+import time
+import traceback
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from ..models.artifact import load_model, save_model
+from . import metrics as metrics_mod
+from . import report as report_mod
+from . import sources, split as split_mod
+from .progress import Progress
+from .state import RunState, now
+from .store import ModelStore, compare
+
+
+def store_for(doc: dict) -> ModelStore:
+    """The model store a workflow's outputs name: ``MODEL_STORE/MODEL_NAME``."""
+    return ModelStore(Path(doc["outputs"]["model_store"]) / doc["outputs"]["model_name"])
+
+
+def new_run(doc: dict, *, date: dt.date | None = None, kind: str = "run") -> Path:
+    """Create ``RUNS/NAME/RUN_ID`` with ``workflow.json`` and a ``queued`` state; return it."""
+    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    run_dir = Path(doc["outputs"]["runs"]) / doc["name"] / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "workflow.json").write_text(json.dumps(doc, indent=2) + "\n")
+    RunState(run_dir).update(run_id=run_id, workflow=doc["name"], kind=kind, status="queued",
+                             date=(date or dt.date.today()).isoformat(), created=now(), steps=[])
+    return run_dir
+
+
+def read_run(run_dir) -> tuple[dict, dict]:
+    """``(workflow document, state)`` of a run directory."""
+    run_dir = Path(run_dir)
+    state = RunState(run_dir).read()
+    return json.loads((run_dir / "workflow.json").read_text()), state
+
+
+def _sweep_values(split: dict) -> list[tuple[str, object]]:
+    key = "labeled_per_class" if "labeled_per_class" in split else "labeled"
+    values = split[key]
+    return [(key, v) for v in (sorted(values) if isinstance(values, list) else [values])]
+
+
+def _estimator(doc: dict, client):
+    from ..models import ESTIMATORS
+
+    est = doc["estimator"]
+    return ESTIMATORS[est["name"]](**est["params"], unlabeled=split_mod.UNLABELED, client=client)
+
+
+def _scores(est, blocks) -> np.ndarray:
+    return np.asarray(est.decision_function(blocks))
+
+
+class Run:
+    """One execution of a workflow in ``run_dir`` (see :func:`run_workflow`)."""
+
+    def __init__(self, doc, run_dir, client, *, stream, warm_start: bool, resume: bool):
+        self.doc = doc
+        self.run_dir = Path(run_dir)
+        self.client = client
+        self.state = RunState(run_dir)
+        self.progress = Progress(stream, on_change=self.state.progress)
+        self.warm_start = warm_start
+        self.resume = resume
+        self.steps = self.state.read().get("steps", []) if resume else []
+        self.store = store_for(doc)
+
+    def execute(self) -> dict:
+        t0 = time.perf_counter()
+        doc, out = self.doc, self.doc["outputs"]
+        state = self.state.read()
+        date = dt.date.fromisoformat(state["date"])
+        self.state.update(status="running", started=now(), error=None)
+        current = self._current_model()
+        with self.progress.phase("read"):
+            data = sources.load(doc["data"], _data_path(doc, date), self.client,
+                                n_features=current.n_features_in_ if current is not None else None)
+            y = data.gather_labels()
+        with self._performance_report():
+            results = self._fit_all(data, y, current)
+            final = results[-1]
+            with self.progress.phase("compare"):
+                decision = self._decide(final, current)
+        if out["predictions"] != "none":
+            self._write_predictions(final, data)
+        report = self._report(data, results, decision, date, time.perf_counter() - t0)
+        self.state.update(status="finished", finished=now(), phase=None, detail=None,
+                          result={"metrics": _scalars(final["metrics"]), **decision})
+        return report
+
+    # phases ------------------------------------------------------------------------------
+    def _current_model(self):
+        if self.store.current() is None:
+            return None
+        return self.store.load()
+
+    def _fit_all(self, data, y, current) -> list[dict]:
+        sp = self.doc["split"]
+        results = []
+        settings = _sweep_values(sp)
+        for k, (key, value) in enumerate(settings):
+            with self.progress.phase("split"):
+                split = split_mod.choose(y, test_fraction=sp["test_fraction"], seed=sp["seed"],
+                                         **{key: value})
+                train = split_mod.take(data, split.train)
+                test = split_mod.take(data, split.test)
+            est = self._fit(train, split.train_labels(), current, last=k == len(settings) - 1)
+            with self.progress.phase("evaluate"):
+                train_scores = _scores(est, train)
+                unl = ~split.labeled[split.train]
+                m = metrics_mod.evaluate(
+                    est, _scores(est, test), split.y[split.test],
+                    wanted=self.doc["evaluation"]["metrics"] + [self._metric()],
+                    unlabeled_scores=train_scores[unl], y_unlabeled=split.y[split.train][unl])
+            results.append({"setting": {key: value}, **split.counts(), "metrics": m,
+                            "estimator": est, "test": test, "y_test": split.y[split.test]})
+        return results
+
+    def _fit(self, train, y_train, current, *, last: bool):
+        saved = self.run_dir / "model"
+        if last and self.resume and "fit" in self.steps and saved.is_dir():
+            return load_model(saved)
+        est = self._resumed_fit()
+        if est is not None:
+            return est
+        est = _estimator(self.doc, self.client)
+        fit_kw = {}
+        if self.warm_start and current is not None:
+            fit_kw["coef_init"] = current.coef_with_bias()
+        if "graph" in self.doc:
+            fit_kw["graph"] = self._graph(train)
+        with self.progress.phase("fit", counter=lambda: train.round_trips, unit="round trips"):
+            est.fit(train, y_train, **fit_kw)
+        est.client = None
+        if last:
+            save_model(est, saved, metrics={})
+            self.state.step_done("fit")
+        return est
+
+    def _resumed_fit(self):
+        """An interrupted outer loop picks up from its checkpoint when the solver offers it."""
+        checkpoint = self.doc["estimator"]["params"].get("checkpoint")
+        if not (self.resume and checkpoint):
+            return None
+        from .. import loop
+
+        resume_fit = getattr(loop, "resume_fit", None)
+        if resume_fit is None:
+            return None
+        with self.progress.phase("fit (resumed)"):
+            return resume_fit(checkpoint, self.client)
+
+    def _graph(self, train):
+        from ..graph.knn import build_knn
+
+        g = self.doc["graph"]
+        with self.progress.phase("graph"):
+            return build_knn(train, g.get("n_neighbors", 10), metric=g.get("metric", "euclidean"),
+                             random_state=g.get("seed", 0))
+
+    def _metric(self) -> str:
+        return self.doc["evaluation"]["promote"]["metric"]
+
+    def _decide(self, final: dict, current) -> dict:
+        """Store the candidate and promote it unless it is worse than the current model."""
+        state = self.state.read()
+        if "store" in state.get("steps", []):
+            return state["decision"]
+        metric = self._metric()
+        tol = self.doc["evaluation"]["promote"]["tolerance"]
+        est = final["estimator"]
+        candidate = final["metrics"][metric]
+        current_value, previous = None, self.store.current()
+        comparable = current is None or current.n_features_in_ == est.n_features_in_
+        if current is not None and comparable:
+            current_value = metrics_mod.evaluate(current, _scores(current, final["test"]),
+                                                 final["y_test"], wanted=[metric])[metric]
+        version = self.store.add(est, metrics=_scalars(final["metrics"]), extra={
+            "workflow": self.doc["name"], "run_dir": str(self.run_dir),
+            "data": _data_path(self.doc, dt.date.fromisoformat(state["date"])),
+            "warm_started_from": previous if self.warm_start and current is not None else None})
+        if not comparable:
+            ok, reason = False, (f"cannot compare: the current model {previous} has "
+                                 f"{current.n_features_in_} features, this data "
+                                 f"{est.n_features_in_}; promote by hand if intended")
+        else:
+            ok, reason = compare(metric, candidate, current_value, tol)
+        decision = {"version": version, "promoted": ok, "reason": reason, "metric": metric,
+                    "candidate": candidate, "current": current_value, "previous": previous}
+        if ok:
+            self.store.promote(version, reason=reason, metric=metric, value=candidate,
+                               run=str(self.run_dir))
+        else:
+            self.store.log({"action": "refuse", "version": version, "current": previous,
+                            "reason": reason, "run": str(self.run_dir)})
+        self.state.step_done("store", decision=decision)
+        return decision
+
+    @contextlib.contextmanager
+    def _performance_report(self):
+        if not self.doc["outputs"]["performance_report"]:
+            yield
+            return
+        from distributed import performance_report
+
+        with performance_report(filename=str(self.run_dir / "dask-performance.html")):
+            yield
+
+    def _write_predictions(self, final: dict, data) -> None:
+        from ..cli import write_outputs
+
+        est = final["estimator"]
+        which = self.doc["outputs"]["predictions"]
+        scores = _scores(est, final["test"] if which == "test" else data)
+        write_outputs(str(self.run_dir / f"predictions-{which}.txt"), scores)
+
+    def _report(self, data, results, decision, date, seconds) -> dict:
+        final = results[-1]
+        est = final["estimator"]
+        rep = {
+            "workflow": self.doc["name"], "run_dir": str(self.run_dir),
+            "run_id": self.run_dir.name, "date": date.isoformat(),
+            "parameters": self.doc,
+            "data": {"path": _data_path(self.doc, date), "n_rows": data.n_rows,
+                     "n_features": data.n_features, "sparse": data.sparse,
+                     "n_blocks": data.n_blocks},
+            "split": {k: v for k, v in final.items()
+                      if k not in ("metrics", "estimator", "test", "y_test")},
+            "cluster": {"scheduler": self.client.scheduler.address,
+                        "n_workers": len(self.client.scheduler_info(n_workers=-1)["workers"])},
+            "estimator": {"name": type(est).__name__, "objective": _jsonable(est.objective_),
+                          "n_iter": _jsonable(est.n_iter_),
+                          "fit_seconds": getattr(est, "fit_seconds_", None)},
+            "metrics": final["metrics"],
+            "history": est.history_,
+            "sweep": [{"setting": r["setting"], "n_labeled": r["n_labeled"],
+                       "metrics": _scalars(r["metrics"])} for r in results],
+            "model": {"store": str(self.store.root), **decision},
+            "timings": {**{k: round(v, 4) for k, v in self.progress.timings.items()},
+                        "total": round(seconds, 4)},
+            "versions": report_mod.versions(),
+            "files": {},
+        }
+        if self.doc["outputs"]["plots"]:
+            title = f"{self.doc['name']}: {type(est).__name__}"
+            for name, made in (
+                    ("history", report_mod.plot_history(est.history_, self.run_dir / "history.png", title)),
+                    ("sweep", report_mod.plot_sweep(rep["sweep"], self._metric(),
+                                                    self.run_dir / "sweep.png", title))):
+                if made is not None:
+                    rep["files"][name] = made.name
+        for name in ("dask-performance.html", "predictions-test.txt", "predictions-all.txt"):
+            if (self.run_dir / name).exists():
+                rep["files"][name.split(".")[0]] = name
+        report_mod.write_report(self.run_dir, rep)
+        return rep
+
+
+def _data_path(doc: dict, date: dt.date) -> str | None:
+    path = doc["data"].get("path")
+    return None if path is None else path.format(date=date)
+
+
+def _jsonable(value):
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+def _scalars(m: dict) -> dict:
+    return {k: v for k, v in m.items() if isinstance(v, float)}
+
+
+def run_workflow(doc: dict, run_dir, *, client=None, stream=sys.stderr, warm_start: bool = False,
+                 resume: bool = False) -> dict:
+    """Execute the workflow ``doc`` in ``run_dir`` (made by :func:`new_run`); return the report.
+
+    The state file ends ``finished`` or ``failed`` (with the error and traceback); the error is
+    raised again for the caller.
+    """
+    from ..cluster import get_client
+
+    client = get_client(client)
+    run = Run(doc, run_dir, client, stream=stream, warm_start=warm_start, resume=resume)
+    try:
+        # Library code (distributed.wait, performance_report) looks for the current client;
+        # the one a command starts is not the process default.
+        with client.as_current():
+            return run.execute()
+    except BaseException as exc:
+        run.state.update(status="failed", finished=now(), error=f"{type(exc).__name__}: {exc}",
+                         traceback=traceback.format_exc())
+        raise
+
+
+def detached_task(doc: dict, run_dir: str, warm_start: bool, resume: bool) -> str:
+    """The task ``--detach`` submits: the whole run, on a worker, through its own client."""
+    from distributed import worker_client
+
+    # worker_client secedes this task from the worker's thread pool, so the run's own tasks can
+    # use the thread it would otherwise hold for its whole length.
+    with worker_client() as client:
+        run_workflow(doc, run_dir, client=client, stream=None, warm_start=warm_start,
+                     resume=resume)
+    return run_dir

@@ -1,0 +1,154 @@
+"""The workflow file's JSON Schema, built at run time from the estimators that exist.
+
+Each estimator's ``params`` mapping accepts exactly its keyword arguments (less ``client`` and
+``unlabeled``, which the runner sets), so a misspelt hyperparameter is an error that names it
+instead of a default silently used.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+#: Value constraints of hyperparameters shared across estimators (one name, one meaning).
+PARAM_SCHEMAS = {
+    "gamma": {"type": "number", "exclusiveMinimum": 0},
+    "gamma_u": {"type": "number", "exclusiveMinimum": 0},
+    "tol": {"type": "number", "exclusiveMinimum": 0},
+    "max_iter": {"type": "integer", "minimum": 1},
+    "max_switches": {"type": "integer", "minimum": 0},
+    "pos_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "T0": {"type": "number", "exclusiveMinimum": 0},
+    "fit_intercept": {"type": "boolean"},
+    "solver": {"type": "string"},
+    "n_blocks": {"type": "integer", "minimum": 1},
+    "checkpoint": {"type": "string"},
+}
+
+#: Keyword arguments the runner owns: the cluster, and the marker of unlabeled rows it writes.
+RUNNER_PARAMS = ("client", "unlabeled")
+
+#: Evaluation metrics, and whether a larger value is better (for promotion).
+METRICS = {"error": False, "error_unlabeled": False, "prbep": True, "objective": False}
+
+_POSITIVE_INT = {"type": "integer", "minimum": 1}
+_STORAGE = {"type": "object"}
+_PATH = {"type": "string", "minLength": 1}
+
+DATA_SOURCES = {
+    "svmlight": {
+        "required": ["path"],
+        "properties": {"path": _PATH, "n_features": _POSITIVE_INT, "n_blocks": _POSITIVE_INT,
+                       "storage_options": _STORAGE},
+    },
+    "kdd99": {
+        "required": ["path"],
+        "properties": {"path": _PATH, "n_rows": _POSITIVE_INT, "replicate": _POSITIVE_INT,
+                       "jitter": {"type": "number", "minimum": 0}, "seed": {"type": "integer"},
+                       "storage_options": _STORAGE},
+    },
+    "mat": {
+        "required": ["path"],
+        "properties": {"path": _PATH, "view": {"type": "integer", "minimum": 0},
+                       "positive_class": {"type": "integer"}, "storage_options": _STORAGE},
+    },
+    "generator": {
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}, "params": {"type": "object"}},
+    },
+}
+
+
+def estimator_params(cls) -> list[str]:
+    """The hyperparameters a workflow may set for ``cls``: its keyword-only ``__init__`` args."""
+    sig = inspect.signature(cls.__init__)
+    return [name for name, p in sig.parameters.items()
+            if p.kind is p.KEYWORD_ONLY and name not in RUNNER_PARAMS]
+
+
+def _data_schema(generators: list[str] | None) -> dict:
+    branches = []
+    for kind, spec in DATA_SOURCES.items():
+        props = {"source": {"const": kind}, **spec["properties"]}
+        if kind == "generator" and generators:
+            props["name"] = {"enum": sorted(generators)}
+        branches.append({"if": {"properties": {"source": {"const": kind}}},
+                         "then": {"required": spec["required"], "properties": props,
+                                  "additionalProperties": False}})
+    return {"type": "object", "required": ["source"],
+            "properties": {"source": {"enum": list(DATA_SOURCES)}}, "allOf": branches}
+
+
+def _estimator_schema(estimators: dict) -> dict:
+    branches = []
+    for name, cls in estimators.items():
+        params = {p: PARAM_SCHEMAS.get(p, {}) for p in estimator_params(cls)}
+        branches.append({"if": {"properties": {"name": {"const": name}}},
+                         "then": {"properties": {"params": {
+                             "type": "object", "properties": params,
+                             "additionalProperties": False}}}})
+    return {"type": "object", "required": ["name"], "additionalProperties": False,
+            "properties": {"name": {"enum": sorted(estimators)}, "params": {"type": "object"}},
+            "allOf": branches}
+
+
+def workflow_schema(estimators: dict, generators: list[str] | None = None) -> dict:
+    """JSON Schema of a workflow file for the given estimator registry and generator names."""
+    metric = {"enum": sorted(METRICS)}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["name", "data", "estimator"],
+        "additionalProperties": False,
+        "properties": {
+            "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+            "description": {"type": "string"},
+            "data": _data_schema(generators),
+            "split": {
+                "type": "object", "additionalProperties": False,
+                "properties": {
+                    "labeled": {"oneOf": [_POSITIVE_INT, {"const": "all"},
+                                          {"type": "array", "items": _POSITIVE_INT,
+                                           "minItems": 1}]},
+                    "labeled_per_class": {"oneOf": [_POSITIVE_INT, {
+                        "type": "array", "items": _POSITIVE_INT, "minItems": 1}]},
+                    "test_fraction": {"type": "number", "exclusiveMinimum": 0,
+                                      "exclusiveMaximum": 1},
+                    "seed": {"type": "integer", "minimum": 0},
+                },
+                "not": {"required": ["labeled", "labeled_per_class"]},
+            },
+            "graph": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"n_neighbors": _POSITIVE_INT,
+                               "metric": {"enum": ["euclidean", "cosine"]},
+                               "seed": {"type": "integer", "minimum": 0}},
+            },
+            "estimator": _estimator_schema(estimators),
+            "evaluation": {
+                "type": "object", "additionalProperties": False,
+                "properties": {
+                    "metrics": {"type": "array", "items": {"enum": sorted(METRICS) + ["per_class"]},
+                                "uniqueItems": True},
+                    "promote": {"type": "object", "additionalProperties": False,
+                                "properties": {"metric": metric,
+                                               "tolerance": {"type": "number", "minimum": 0}}},
+                },
+            },
+            "outputs": {
+                "type": "object", "additionalProperties": False,
+                "properties": {
+                    "runs": _PATH,
+                    "model_store": _PATH,
+                    "model_name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"},
+                    "plots": {"type": "boolean"},
+                    "performance_report": {"type": "boolean"},
+                    "predictions": {"enum": ["none", "test", "all"]},
+                },
+            },
+            "retrain": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"warm_start": {"type": "boolean"},
+                               "date_format": {"type": "string"}},
+            },
+        },
+    }

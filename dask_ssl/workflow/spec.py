@@ -1,0 +1,252 @@
+"""Loading a workflow file: parse, apply ``--set`` overrides, validate, fill defaults.
+
+Every problem is reported before any work starts, as ``FILE:LINE: key.path: message`` (or
+``FILE (--set key=value): ...`` for a value that came from the command line), all problems at
+once, sorted by line.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import difflib
+import inspect
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+
+from .schema import DATA_SOURCES, workflow_schema
+from .yamlfile import DocumentError, format_path, load_with_lines, parse_scalar
+
+DEFAULTS = {
+    "split": {"labeled": "all", "test_fraction": 0.2, "seed": 0},
+    "evaluation": {"metrics": ["error", "error_unlabeled", "prbep", "objective", "per_class"],
+                   "promote": {"metric": "error", "tolerance": 0.0}},
+    "outputs": {"runs": "runs", "model_store": "models", "plots": True,
+                "performance_report": True, "predictions": "test"},
+    "retrain": {"warm_start": True, "date_format": "%Y-%m-%d"},
+}
+
+
+class WorkflowError(ValueError):
+    """A workflow that cannot run; the message lists every problem with its file and line."""
+
+
+@dataclass
+class Workflow:
+    """A validated workflow: ``doc`` holds every section with defaults filled in.
+
+    Local paths in ``data.path``, ``outputs.runs`` and ``outputs.model_store`` are absolute
+    (resolved against the directory the command ran in), so the document means the same on a
+    worker that runs a detached job.
+    """
+
+    doc: dict
+    source: str
+
+    @property
+    def name(self) -> str:
+        return self.doc["name"]
+
+    def data_path(self, date: dt.date | None = None) -> str | None:
+        """``data.path`` with ``{date}`` / ``{date:FORMAT}`` filled in (today by default)."""
+        path = self.doc["data"].get("path")
+        if path is None:
+            return None
+        return path.format(date=date or dt.date.today())
+
+
+def load_workflow(path, overrides: list[str] = ()) -> Workflow:
+    """Read, override and validate a workflow file.
+
+    Parameters
+    ----------
+    path : path-like
+        The YAML workflow file.
+    overrides : list of str
+        ``key.path=value`` strings (``--set``); values are read as YAML scalars or lists.
+
+    Raises
+    ------
+    WorkflowError
+        Listing each problem as ``FILE:LINE: key.path: message``.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise WorkflowError(f"{source}: cannot read the workflow file ({exc.strerror})") from None
+    try:
+        data, lines = load_with_lines(text, source)
+    except DocumentError as exc:
+        raise WorkflowError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise WorkflowError(f"{source}:1: the workflow must be a mapping of sections "
+                            f"(name, data, estimator, ...)")
+    return validate(data, lines, source, list(overrides))
+
+
+def validate(data: dict, lines: dict, source: str, overrides: list[str]) -> Workflow:
+    from ..models import ESTIMATORS
+
+    origin = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise WorkflowError(f"--set {item!r}: expected KEY=VALUE, e.g. "
+                                f"estimator.params.gamma=0.01")
+        path = tuple(int(p) if p.isdigit() else p for p in key.strip().split("."))
+        try:
+            _assign(data, path, parse_scalar(value))
+        except (TypeError, IndexError, KeyError):
+            raise WorkflowError(f"--set {item}: {key} does not name a value in {source}") from None
+        origin[path] = f"{source} (--set {item})"
+
+    def where(path) -> str:
+        for k in range(len(path), 0, -1):
+            if path[:k] in origin:
+                return origin[path[:k]]
+        for k in range(len(path), -1, -1):
+            if path[:k] in lines:
+                return f"{source}:{lines[path[:k]]}"
+        return source
+
+    schema = workflow_schema(ESTIMATORS, _generator_names())
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for err in validator.iter_errors(data):
+        for path, message in _describe(err):
+            problems.append((where(path), path, message))
+    if not problems:
+        problems = _semantic_problems(data, ESTIMATORS)
+        problems = [(where(path), path, message) for path, message in problems]
+    if problems:
+        problems.sort(key=lambda p: _line_key(p[0]))
+        raise WorkflowError("\n".join(f"{loc}: {format_path(path)}: {msg}"
+                                      for loc, path, msg in problems))
+    return Workflow(_with_defaults(data), source)
+
+
+def _line_key(location: str):
+    head, _, line = location.rpartition(":")
+    return (0, int(line)) if line.isdigit() else (1, location)
+
+
+def _assign(data: dict, path: tuple, value) -> None:
+    node = data
+    for part in path[:-1]:
+        if isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            node = node[part]
+    node[path[-1]] = value
+
+
+def _generator_names() -> list[str] | None:
+    try:
+        from ..data import DATASETS
+    except ImportError:
+        return None
+    return [name for name, entry in DATASETS.items() if entry.kind == "generator"]
+
+
+def _suggest(word, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _describe(err: jsonschema.ValidationError):
+    """``(path, message)`` pairs for one schema error, worded for a person editing YAML."""
+    path = tuple(err.absolute_path)
+    inst, v, kind = err.instance, err.validator_value, err.validator
+    if kind == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        for key in sorted(set(inst) - set(allowed), key=str):
+            yield path + (key,), (f"unknown key{_suggest(key, allowed)}; expected one of: "
+                                  f"{', '.join(allowed)}")
+        return
+    if kind == "required":
+        for key in v:
+            if key not in inst:
+                yield path + (key,), "required key is missing"
+        return
+    bounds = {"exclusiveMinimum": ">", "minimum": ">=", "exclusiveMaximum": "<",
+              "maximum": "<="}
+    if kind in bounds:
+        msg = f"{inst!r} is not {bounds[kind]} {v}"
+    elif kind == "type":
+        msg = f"{inst!r} is not of type {v if isinstance(v, str) else ' or '.join(v)}"
+    elif kind == "enum":
+        msg = f"{inst!r} is not one of {', '.join(map(repr, v))}{_suggest(inst, v)}"
+    elif kind == "pattern":
+        msg = f"{inst!r} may contain only letters, digits, '_', '.' and '-'"
+    elif kind == "minLength":
+        msg = "must not be empty"
+    elif kind == "uniqueItems":
+        msg = f"{inst!r} lists an item twice"
+    elif kind == "oneOf":
+        msg = f"{inst!r} is not a positive integer or a list of them" + (
+            " or 'all'" if path[-1:] == ("labeled",) else "")
+    elif kind == "not" and path == ("split",):
+        msg = "give labeled or labeled_per_class, not both"
+    else:
+        msg = err.message
+    yield path, msg
+
+
+def _semantic_problems(data: dict, estimators: dict) -> list:
+    """Checks the schema cannot express: the estimator's own parameter checks, path templates,
+    and a graph section only for estimators that use one."""
+    problems = []
+    est = data["estimator"]
+    cls = estimators[est["name"]]
+    params = est.get("params") or {}
+    try:
+        cls(**params)._check_params()
+    except ValueError as exc:
+        text = str(exc)
+        named = [p for p in params if text.startswith(p)]
+        problems.append((("estimator", "params", named[0]) if named else ("estimator", "params"),
+                         text))
+    if "graph" in data and "graph" not in inspect.signature(cls.fit).parameters:
+        problems.append((("graph",), f"estimator {est['name']} does not use a graph; remove "
+                                     f"this section or choose a graph-based estimator"))
+    path = data["data"].get("path")
+    if path is not None:
+        try:
+            fields = {f for _, f, _, _ in string.Formatter().parse(path) if f is not None}
+            path.format(date=dt.date(2000, 1, 1))
+        except (ValueError, IndexError, KeyError) as exc:
+            problems.append((("data", "path"), f"bad {{date}} template: {exc}"))
+        else:
+            if fields - {"date"}:
+                problems.append((("data", "path"), f"unknown template field(s) "
+                                 f"{sorted(fields - {'date'})}; only {{date}} is filled in"))
+    return problems
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else str(Path(path).expanduser().resolve())
+
+
+def _with_defaults(data: dict) -> dict:
+    doc = copy.deepcopy(data)
+    for section, defaults in DEFAULTS.items():
+        merged = copy.deepcopy(defaults)
+        for key, value in (doc.get(section) or {}).items():
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key].update(value)
+            else:
+                merged[key] = value
+        doc[section] = merged
+    if "labeled_per_class" in doc["split"]:
+        doc["split"].pop("labeled")
+    doc["estimator"].setdefault("params", {})
+    doc["outputs"].setdefault("model_name", doc["name"])
+    for key in ("runs", "model_store"):
+        doc["outputs"][key] = _absolute(doc["outputs"][key])
+    if doc["data"]["source"] in DATA_SOURCES and "path" in doc["data"]:
+        doc["data"]["path"] = _absolute(doc["data"]["path"])
+    return doc

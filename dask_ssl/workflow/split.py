@@ -1,0 +1,111 @@
+"""Cutting labeled data into held-out test rows, labeled training rows and unlabeled rows.
+
+The choice is made on the driver from the label vector (n-sized, fine up to ~1e8 rows); the rows
+themselves stay on the workers and are selected there, block by block, where they lie.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..linalg import RowBlocks
+
+#: Label of an unlabeled row in the training labels the runner hands to estimators.
+UNLABELED = 0
+
+
+@dataclass
+class Split:
+    """Row masks over the data as read, and the label vectors that go with them."""
+
+    test: np.ndarray
+    labeled: np.ndarray
+    y: np.ndarray
+
+    @property
+    def train(self) -> np.ndarray:
+        return ~self.test
+
+    def train_labels(self) -> np.ndarray:
+        """Training labels in training-row order: true label where labeled, 0 elsewhere."""
+        return np.where(self.labeled, self.y, UNLABELED)[self.train]
+
+    def counts(self) -> dict:
+        train_unlabeled = self.train & ~self.labeled
+        return {"n_train": int(self.train.sum()), "n_labeled": int(self.labeled.sum()),
+                "n_unlabeled": int(train_unlabeled.sum()), "n_test": int(self.test.sum()),
+                "labeled_per_class": {str(c): int(((self.y == c) & self.labeled).sum())
+                                      for c in np.unique(self.y[self.labeled])}}
+
+
+def choose(y, *, test_fraction: float, seed: int, labeled=None, labeled_per_class=None) -> Split:
+    """Pick test rows and labeled training rows, stratified by class, reproducibly.
+
+    Rows whose label is 0 (unlabeled in the file) are never test or labeled rows. Each class's
+    rows are shuffled once with ``seed``; the test rows are the first ``test_fraction`` of each
+    class, the labeled rows the next ones, so splits with more labels contain those with fewer.
+
+    Parameters
+    ----------
+    y : array of shape (n,)
+        Labels as read; 0 marks rows without a label.
+    test_fraction : float
+        Fraction of each class's labeled rows held out for evaluation.
+    seed : int
+    labeled : int or 'all', optional
+        Labeled training rows in total, spread over the classes in proportion to their size
+        (at least one each). 'all' (the default) keeps every non-test label.
+    labeled_per_class : int, optional
+        Labeled training rows per class; exclusive with ``labeled``.
+    """
+    y = np.asarray(y)
+    n = y.shape[0]
+    rng = np.random.default_rng(seed)
+    classes = np.unique(y[y != UNLABELED])
+    if classes.size < 2:
+        raise ValueError(f"the data has {classes.size} labeled class(es); need at least two")
+    order = {c: rng.permutation(np.flatnonzero(y == c)) for c in classes}
+    n_test = {c: int(round(test_fraction * idx.size)) for c, idx in order.items()}
+    available = {c: order[c].size - n_test[c] for c in classes}
+    if labeled_per_class is not None:
+        want = {c: int(labeled_per_class) for c in classes}
+    elif labeled is None or labeled == "all":
+        want = available
+    else:
+        total = sum(available.values())
+        want = {c: max(1, int(round(labeled * available[c] / total))) for c in classes}
+    short = {c: (want[c], available[c]) for c in classes if want[c] > available[c]}
+    if short:
+        c, (w, a) = next(iter(short.items()))
+        raise ValueError(f"class {c!r} has {a} rows left after the test split, "
+                         f"{w} labeled rows were asked for")
+    test = np.zeros(n, dtype=bool)
+    lab = np.zeros(n, dtype=bool)
+    for c, idx in order.items():
+        test[idx[:n_test[c]]] = True
+        lab[idx[n_test[c]:n_test[c] + want[c]]] = True
+    if not test.any():
+        raise ValueError(f"test_fraction={test_fraction} leaves no test rows; raise it")
+    return Split(test=test, labeled=lab, y=y)
+
+
+def _take(i, X, mask):
+    return X[mask]
+
+
+def take(blocks: RowBlocks, mask: np.ndarray, labels=None) -> RowBlocks:
+    """The rows of ``blocks`` where ``mask`` holds, selected on the workers that hold them.
+
+    ``labels`` (one per selected row) are attached to the result when given.
+    """
+    local = [(mask[s],) for s in blocks.block_slices()]
+    futs = blocks.submit(_take, per_block=local, key="take-rows")
+    sizes = np.array([int(m.sum()) for (m,) in local])
+    keep = [i for i, size in enumerate(sizes) if size > 0]
+    out = RowBlocks(blocks.client, [futs[i] for i in keep], sizes[keep], blocks.n_features,
+                    blocks.sparse)
+    if labels is not None:
+        out.persist_labels(labels)
+    return out
