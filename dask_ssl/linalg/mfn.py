@@ -47,8 +47,18 @@ def ws_init(i, X, arrays, token):
     return n
 
 
-def ws_assemble(i, X, token, w, step, bias, gram, full):
+def final_outputs(st) -> np.ndarray:
+    """A block's outputs at the w the last solve returned (a converged solve leaves them as
+    the Newton point's outputs, ``o_new``, without a round trip to move ``o``)."""
+    return st["o_new"] if "o_new" in st else st["o"]
+
+
+def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
     st = workerstate.get(token, i)
+    st.pop("o_new", None)
+    if prologue is not None:
+        # the owner's per-block update (new costs, switched labels) rides on this round trip
+        prologue[0](i, X, st, *prologue[1:])
     st["o"] = kernels.matvec(X, w, bias) if step is None else st["o"] + step * st["d"]
     o = st["o"]
     a, b = kernels.active_weights(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
@@ -68,18 +78,28 @@ def ws_assemble(i, X, token, w, step, bias, gram, full):
     return G, rhs, loss
 
 
-def ws_advance(i, X, token, step):
-    """Move the block's outputs to ``o + step d`` and return its loss there."""
+def ws_advance(i, X, token, step, epilogue=None):
+    """Move the block's outputs to ``o + step d`` (exactly the Newton point's outputs for a
+    full step); return its loss there and the epilogue's result (what the owner needs from
+    the final outputs: switching candidates, p-step sums)."""
     st = workerstate.get(token, i)
-    st["o"] = st["o"] + step * st["d"]
-    return kernels.loss_sum(st["o"], st["cpos"], st["cneg"], st["csq"], st["tsq"])
+    st["o"] = st.pop("o_new") if step == 1.0 and "o_new" in st else st["o"] + step * st["d"]
+    st.pop("o_new", None)
+    loss = kernels.loss_sum(st["o"], st["cpos"], st["cneg"], st["csq"], st["tsq"])
+    return loss, (None if epilogue is None else epilogue[0](i, X, st, *epilogue[1:]))
 
 
 def ws_normal_product(i, X, token, p, bias):
     return kernels.weighted_normal_product(X, workerstate.get(token, i)["a"], p, bias)
 
 
-def ws_direction(i, X, token, wbar, bias, deltas, tau):
+def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
+    """Newton point outputs, optimality check, and phi' on the step grid.
+
+    When this block alone already passes the optimality check, the owner's epilogue runs on
+    the Newton point's outputs here, speculatively: if every block passes, the solve ends on
+    this round trip.
+    """
     st = workerstate.get(token, i)
     o = st["o"]
     o_new = kernels.matvec(X, wbar, bias)
@@ -87,7 +107,14 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau):
     viol = kernels.margin_violations(o, o_new, st["cpos"], st["cneg"], tau)
     der, slope, val, counts = kernels.line_derivatives(o, st["d"], st["cpos"], st["cneg"],
                                                        st["csq"], st["tsq"], deltas)
-    return viol, der, slope, val, counts
+    extra = None
+    if viol == 0:
+        st["o_new"] = o_new
+        if epilogue is not None:
+            saved, st["o"] = st["o"], o_new
+            extra = epilogue[0](i, X, st, *epilogue[1:])
+            st["o"] = saved
+    return viol, der, slope, val, counts, extra
 
 
 def ws_grid(i, X, token, deltas):
@@ -128,6 +155,7 @@ class MFNResult:
     n_cg: int
     converged: bool
     history: list = field(default_factory=list)
+    extra: list = field(default_factory=list)
 
 
 class MFNSolver:
@@ -160,15 +188,13 @@ class MFNSolver:
         self.max_newton = max_newton
         self.max_cg = max_cg
         self.refresh_every = refresh_every
-        self.round_trips = 0
 
     @property
     def dim(self) -> int:
         return self.blocks.n_features + (1 if self.bias else 0)
 
-    def _map(self, fn, *args):
-        self.round_trips += 1
-        return self.blocks.map(fn, self.token, *args)
+    def _map(self, fn, *args, per_block=None):
+        return self.blocks.map(fn, self.token, *args, per_block=per_block)
 
     def _cg(self, gamma: float, rhs: np.ndarray, w0: np.ndarray) -> tuple[np.ndarray, int]:
         """Conjugate gradients on ``(gamma I + X^T A X) w = rhs`` seeded with ``w0``."""
@@ -230,16 +256,27 @@ class MFNSolver:
         changes = np.concatenate([p[1] for p in parts])
         return exact_root(lo, float(der[k - 1]), float(slope[k - 1]), positions, changes, hi)
 
-    def solve(self, w0: np.ndarray | None, gamma: float) -> MFNResult:
-        """Run Newton steps from ``w0`` (zeros if None) until the active set is stable."""
+    def solve(self, w0: np.ndarray | None, gamma: float, *, prologue=None,
+              epilogue=None) -> MFNResult:
+        """Run Newton steps from ``w0`` (zeros if None) until the active set is stable.
+
+        ``prologue``, a list with one ``(fn, *args)`` per block, runs ``fn(i, X, state, *args)``
+        on each block's worker-side state before the first Newton system is assembled (in
+        the same round trip). ``epilogue`` ``(fn, *args)`` runs the same way on the final
+        outputs; its per-block results are returned in ``MFNResult.extra``.
+        """
         w = np.zeros(self.dim) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
         step = None
         G = rhs = None
         n_cg = 0
         history = []
+        self._epilogue = epilogue
         for it in range(self.max_newton):
             full = G is None or it % self.refresh_every == 0
-            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full)
+            pro = prologue if (it == 0 and prologue is not None) else [None] * self.blocks.n_blocks
+            per_block = [(p,) for p in pro]
+            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full,
+                              per_block=per_block)
             loss = sum(p[2] for p in parts)
             history.append(0.5 * gamma * (w @ w) + loss)
             if self.gram:
@@ -253,10 +290,14 @@ class MFNSolver:
                 wbar, k = self._cg(gamma, rhs, w)
                 n_cg += k
             direction = wbar - w
-            grid = self._reduce_grid(self._map(ws_direction, wbar, self.bias, STEP_GRID, self.tol),
-                                     w, direction, gamma, STEP_GRID)
+            parts = self._map(ws_direction, wbar, self.bias, STEP_GRID, self.tol, epilogue)
+            grid = self._reduce_grid(parts, w, direction, gamma, STEP_GRID)
             if grid[0] == 0:
-                return self._finish(wbar, 1.0, gamma, it + 1, n_cg, True, history)
+                # every block passed the check: outputs and epilogue at wbar are in hand
+                objective = float(grid[3][int(np.flatnonzero(STEP_GRID == 1.0)[0])])
+                history.append(objective)
+                return MFNResult(wbar, objective, it + 1, n_cg, True, history,
+                                 [p[5] for p in parts])
             delta = self._line_search(w, direction, gamma, grid)
             w = w + delta * direction
             step = delta
@@ -264,7 +305,8 @@ class MFNSolver:
 
     def _finish(self, w, step, gamma, n_newton, n_cg, converged, history) -> MFNResult:
         """Leave the workers' outputs at the returned w; the objective is evaluated there."""
-        loss = sum(self._map(ws_advance, step))
-        objective = float(0.5 * gamma * (w @ w) + loss)
+        parts = self._map(ws_advance, step, self._epilogue)
+        objective = float(0.5 * gamma * (w @ w) + sum(p[0] for p in parts))
         history.append(objective)
-        return MFNResult(w, objective, n_newton, n_cg, converged, history)
+        return MFNResult(w, objective, n_newton, n_cg, converged, history,
+                         [p[1] for p in parts])

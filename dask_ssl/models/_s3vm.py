@@ -1,0 +1,44 @@
+"""Worker-side pieces shared by the linear S3VMs: labeled/unlabeled costs and the TSVM objective.
+
+Block state (see :mod:`dask_ssl.linalg.workerstate`) of an S3VM run holds, per row:
+``ylab`` (+1/-1 on labeled rows, 0 on unlabeled), ``cl`` (labeled cost, 1/l times the sample
+weight), ``unl`` (unlabeled mask) beside the solver's ``cpos``/``cneg``/``o``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..linalg import workerstate
+from ..linalg.mfn import final_outputs
+
+
+def s3vm_arrays(y: np.ndarray, costs: np.ndarray) -> dict:
+    """Per-row arrays every S3VM block starts from (labeled hinge costs; no unlabeled cost)."""
+    return {"ylab": y, "cl": np.where(y != 0, costs, 0.0), "unl": y == 0,
+            "cpos": np.where(y > 0, costs, 0.0), "cneg": np.where(y < 0, costs, 0.0)}
+
+
+def tsvm_objective_parts(st) -> tuple[float, float]:
+    """Labeled squared-hinge loss (with its 1/2) and ``sum_u max(0, 1 - |o_j|)^2`` of a block."""
+    o = st["o"]
+    lab = ~st["unl"]
+    labeled = 0.5 * float(np.sum(st["cl"][lab] * np.maximum(0.0, 1.0 - st["ylab"][lab] * o[lab]) ** 2))
+    unlabeled = float(np.sum(np.maximum(0.0, 1.0 - np.abs(o[st["unl"]])) ** 2))
+    return labeled, unlabeled
+
+
+def tsvm_objective(w: np.ndarray, gamma: float, gamma_u: float, n_unlabeled: int, parts) -> float:
+    """``gamma/2 ||w||^2 + 1/(2l) sum l2(y_i o_i) + gamma'/(2u) sum max(0, 1 - |o_j|)^2``."""
+    labeled = sum(p[0] for p in parts)
+    unlabeled = sum(p[1] for p in parts)
+    return float(0.5 * gamma * (w @ w) + labeled + 0.5 * gamma_u / n_unlabeled * unlabeled)
+
+
+def ws_unlabeled_outputs(i, X, token):
+    st = workerstate.get(token, i)
+    return final_outputs(st)[st["unl"]]
+
+
+def ws_get(i, X, token, name):
+    return workerstate.get(token, i)[name]

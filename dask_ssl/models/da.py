@@ -1,0 +1,270 @@
+"""Deterministic annealing semi-supervised L2-SVM (thesis 6.4; svmlin ``-A 3``) on row blocks."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.special import entr, expit, logit, rel_entr
+
+from ..linalg import workerstate
+from ..linalg.kernels import matvec
+from ..loop import StageLoop
+from ._s3vm import s3vm_arrays, tsvm_objective, tsvm_objective_parts
+from .base import LinearSSLClassifier, check_positive
+from .l2svm import init_blocks
+from .tsvm import TSVM
+
+#: Evaluations of the balance equation per round trip (a bracketing grid plus a Newton guess).
+ROOT_GRID = 31
+
+
+# worker side ------------------------------------------------------------------------------
+
+def _set_costs(st, cu):
+    """Eq 6.11 in two-term form: an unlabeled row carries cost cu p for its +1 copy and
+    cu (1 - p) for its -1 copy; the solver keeps whichever copies are inside their margins."""
+    unl = st["unl"]
+    st["cpos"] = np.where(st["ylab"] > 0, st["cl"], 0.0) + np.where(unl, cu * st["p"], 0.0)
+    st["cneg"] = np.where(st["ylab"] < 0, st["cl"], 0.0) + np.where(unl, cu * (1.0 - st["p"]), 0.0)
+
+
+def ws_install_p(i, X, p, token, cu):
+    """Install a block's p (from a snapshot or the initial r) and the costs it implies."""
+    st = workerstate.get(token, i)
+    st["p"] = np.asarray(p, dtype=np.float64).copy()
+    _set_costs(st, cu)
+
+
+def epi_gaps(i, X, st, gamma_u):
+    """After a w-step: ``g_j = gamma' [l2(o_j) - l2(-o_j)]`` (Eq 6.12) on unlabeled rows, their
+    range (to bracket the balance root) and the TSVM objective parts."""
+    o = st["o"][st["unl"]]
+    g = gamma_u * (np.maximum(0.0, 1.0 - o) ** 2 - np.maximum(0.0, 1.0 + o) ** 2)
+    st["g"] = g
+    lo, hi = (float(g.min()), float(g.max())) if g.size else (np.inf, -np.inf)
+    return lo, hi, tsvm_objective_parts(st)
+
+
+def ws_balance(i, X, token, nus, T):
+    """``sum_j p_j(nu)`` and its derivative in nu at each candidate nu."""
+    g = workerstate.get(token, i)["g"]
+    p = expit((2.0 * nus[None, :] - g[:, None]) / T)
+    return p.sum(axis=0), (2.0 / T) * (p * (1.0 - p)).sum(axis=0)
+
+
+def ws_p_step(i, X, token, nu, T, cu):
+    """Set p at the balance root; return KL(p, q) against the previous p, the entropy, sum p."""
+    st = workerstate.get(token, i)
+    q = st["p"][st["unl"]]
+    p_u = expit((2.0 * nu - st["g"]) / T)
+    kl = float(np.sum(rel_entr(p_u, q) + rel_entr(1.0 - p_u, 1.0 - q)))
+    h = float(np.sum(entr(p_u) + entr(1.0 - p_u)))
+    st["p"] = np.zeros_like(st["p"])
+    st["p"][st["unl"]] = p_u
+    _set_costs(st, cu)
+    return kl, h, float(p_u.sum())
+
+
+def ws_get_p(i, X, token):
+    return workerstate.get(token, i)["p"]
+
+
+# driver side ------------------------------------------------------------------------------
+
+def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u: int,
+                 tol: float) -> tuple[float, int]:
+    """nu with ``sum_j p_j(nu) = target`` (Eq 6.12), by batched bracketing + Newton.
+
+    Each round trip evaluates the sum at a grid spanning the current bracket plus a Newton
+    guess, so the bracket shrinks ~30x per trip and the guess converges quadratically.
+    Returns the root and the number of round trips.
+    """
+    # at 2 nu = min g + T logit(r) every p_j <= r, at max g + T logit(r) every p_j >= r
+    target = r * u
+    shift = T * logit(r)
+    a, b = 0.5 * (lo_g + shift), 0.5 * (hi_g + shift)
+    guess = 0.5 * (a + b)
+    trips = 0
+    while True:
+        nus = np.unique(np.concatenate([np.linspace(a, b, ROOT_GRID), [guess]]))
+        parts = blocks.map(ws_balance, token, nus, T)
+        trips += 1
+        f = np.sum([p[0] for p in parts], axis=0) - target
+        df = np.sum([p[1] for p in parts], axis=0)
+        k = int(np.argmin(np.abs(f)))
+        if abs(f[k]) <= tol or trips >= 60:
+            return float(nus[k]), trips
+        below, above = nus[f < 0], nus[f > 0]
+        a = below.max() if below.size else a
+        b = above.min() if above.size else b
+        guess = nus[k] - f[k] / df[k] if df[k] > 0 else 0.5 * (a + b)
+        if not a <= guess <= b:
+            guess = 0.5 * (a + b)
+
+
+class DAS3VM(LinearSSLClassifier):
+    """Deterministic annealing semi-supervised L2-SVM (thesis 6.4, Eqs 6.9-6.12).
+
+    Minimizes over w and soft labels p of the unlabeled rows, at a temperature T annealed
+    from ``T0`` by ``1/anneal_factor`` per stage,
+    ``gamma/2 ||w||^2 + 1/(2l) sum l2(y_i o_i) + gamma_u/(2u) sum [p_j l2(o_j) + (1-p_j) l2(-o_j)]
+    + T/(2u) sum [p_j log p_j + (1-p_j) log(1-p_j)]`` subject to ``mean(p) = pos_fraction``,
+    and returns the w with the lowest TSVM objective seen along the path.
+
+    Parameters
+    ----------
+    gamma : float, default=1e-3
+        Regularization gamma (svmlin ``-W``).
+    gamma_u : float, default=1.0
+        gamma' (svmlin ``-U``), fixed during annealing.
+    pos_fraction : float, optional
+        r (svmlin ``-R``); default: the positive fraction among the labeled rows.
+    T0 : float, default=10
+        Starting temperature.
+    anneal_factor : float, default=1.5
+        R: T is divided by it after every stage.
+    epsilon : float, default=1e-6
+        Inner loop ends when KL(p, q) < u epsilon; annealing ends when the entropy of p
+        falls below u epsilon.
+    max_stages : int, default=200
+        Bound on temperatures (svmlin also bounds its loops).
+    max_inner : int, default=100
+        Bound on w-step / p-step alternations per temperature.
+    tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
+        As in :class:`TSVM`.
+    """
+
+    def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, T0=10.0,
+                 anneal_factor=1.5, epsilon=1e-6, max_stages=200, max_inner=100, tol=1e-6,
+                 max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1, client=None,
+                 n_blocks=None, checkpoint=None, verbose=False):
+        self.gamma = gamma
+        self.gamma_u = gamma_u
+        self.pos_fraction = pos_fraction
+        self.T0 = T0
+        self.anneal_factor = anneal_factor
+        self.epsilon = epsilon
+        self.max_stages = max_stages
+        self.max_inner = max_inner
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.checkpoint = checkpoint
+        self.verbose = verbose
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive("gamma_u", self.gamma_u, allow_zero=True)
+        check_positive("T0", self.T0)
+        check_positive("epsilon", self.epsilon)
+        if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
+            raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
+        if self.pos_fraction is not None and not (
+                isinstance(self.pos_fraction, (int, float, np.floating))
+                and 0.0 < self.pos_fraction < 1.0):
+            raise ValueError(f"pos_fraction must be in (0, 1), got {self.pos_fraction!r}")
+
+    _check_data = TSVM._check_data
+
+    def _fit_binary(self, blocks, y, costs, w0, token):
+        r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
+        if not 0.0 < r < 1.0:
+            raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
+        driver = DADriver(self, blocks, y, costs, r, token)
+        loop = StageLoop(driver, checkpoint=self.checkpoint, verbose=self.verbose)
+        loop.run(w0)
+        self.restarts_ = loop.restarts
+        return driver.result()
+
+
+class DADriver:
+    """DA's small state, one stage per temperature (protocol of :class:`dask_ssl.loop.StageLoop`)."""
+
+    kind = "da"
+
+    def __init__(self, est, blocks, y, costs, r, token):
+        self.est = est
+        self.blocks = blocks
+        self.y = y
+        self.costs = costs
+        self.r = r
+        self.token = token
+        self.u = int((y == 0).sum())
+        self.cu = est.gamma_u / self.u
+        self.solver = est._solver(blocks, token)
+        self.w = None
+        self.stage = 0
+        self.T = float(est.T0)
+        self.best = (np.inf, None)
+        self.history = []
+        self.done = False
+
+    def run_stage(self):
+        t0 = time.perf_counter()
+        est = self.est
+        inner = 0
+        while True:
+            res = self.solver.solve(self.w, est.gamma, epilogue=(epi_gaps, est.gamma_u))
+            self.w = res.w
+            objective = tsvm_objective(res.w, est.gamma, est.gamma_u, self.u,
+                                       [e[2] for e in res.extra])
+            if objective < self.best[0]:
+                self.best = (objective, res.w.copy())
+            lo = min(e[0] for e in res.extra)
+            hi = max(e[1] for e in res.extra)
+            nu, _ = balance_root(self.blocks, self.token, lo, hi, self.T, self.r, self.u,
+                                 tol=1e-12 * self.u)
+            parts = self.blocks.map(ws_p_step, self.token, nu, self.T, self.cu)
+            kl = sum(p[0] for p in parts)
+            entropy = sum(p[1] for p in parts)
+            inner += 1
+            if kl < self.u * est.epsilon or inner >= est.max_inner:
+                break
+        record = {"stage": self.stage, "T": self.T, "objective": objective, "entropy": entropy,
+                  "kl": kl, "inner": inner, "mean_p": sum(p[2] for p in parts) / self.u,
+                  "seconds": time.perf_counter() - t0,
+                  "round_trips": self.blocks.round_trips}
+        self.history.append(record)
+        self.stage += 1
+        if entropy < self.u * est.epsilon or self.stage >= est.max_stages:
+            self.done = True
+        else:
+            self.T /= est.anneal_factor
+        return record
+
+    def snapshot(self) -> tuple[dict, dict]:
+        doc = {"kind": self.kind, "stage": self.stage, "T": self.T, "done": self.done,
+               "best_objective": self.best[0], "history": self.history, "r": self.r}
+        empty = np.zeros(0)
+        arrays = {"w": empty if self.w is None else np.asarray(self.w, dtype=np.float64),
+                  "w_best": empty if self.best[1] is None else self.best[1]}
+        if self.stage > 0:
+            arrays["p"] = np.concatenate(self.blocks.map(ws_get_p, self.token))
+        return doc, arrays
+
+    def restore(self, doc: dict, arrays: dict):
+        init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
+        self.stage = doc["stage"]
+        self.T = doc["T"]
+        self.done = doc["done"]
+        self.history = list(doc["history"])
+        self.w = arrays["w"] if arrays["w"].size else None
+        self.best = (doc["best_objective"], arrays["w_best"] if arrays["w_best"].size else None)
+        p = arrays["p"] if "p" in arrays else np.where(self.y == 0, self.r, 0.0)
+        self.blocks.map(ws_install_p, self.token, self.cu,
+                        per_block=[(p[s],) for s in self.blocks.block_slices()])
+
+    def result(self) -> dict:
+        objective, w = self.best
+        scores = np.concatenate(self.blocks.map(_block_outputs, w, self.est.fit_intercept))
+        return {"w": w, "objective": objective, "n_iter": self.stage, "history": self.history,
+                "transduction": np.where(self.y != 0, self.y, np.where(scores > 0, 1.0, -1.0))}
+
+
+def _block_outputs(i, X, w, bias):
+    return matvec(X, w, bias)

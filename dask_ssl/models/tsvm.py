@@ -1,0 +1,281 @@
+"""Multi-switch transductive L2-SVM (thesis 6.3; svmlin ``-A 2``) on row blocks."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..linalg import workerstate
+from ..linalg.mfn import final_outputs
+from ..loop import StageLoop
+from ._s3vm import s3vm_arrays, tsvm_objective, tsvm_objective_parts, ws_get, ws_unlabeled_outputs
+from .base import LinearSSLClassifier, check_positive
+from .l2svm import init_blocks
+
+#: svmlin's starting gamma' and its growth factor per stage (thesis 6.3.1).
+GAMMA_U_START = 1e-5
+GAMMA_U_FACTOR = 1.5
+
+
+# worker side ------------------------------------------------------------------------------
+
+def _set_costs(st, cu):
+    """Costs for the current temporary labels ``yt`` and unlabeled cost ``cu = gamma'/u``."""
+    yt = st["yt"]
+    st["cu"] = cu
+    st["cpos"] = np.where(st["ylab"] > 0, st["cl"], 0.0) + np.where(yt > 0, cu, 0.0)
+    st["cneg"] = np.where(st["ylab"] < 0, st["cl"], 0.0) + np.where(yt < 0, cu, 0.0)
+
+
+def pro_set_costs(i, X, st, cu):
+    _set_costs(st, cu)
+
+
+def pro_flip(i, X, st, flips):
+    """Switch the temporary labels of the given unlabeled rows (both directions)."""
+    st["yt"][flips] = -st["yt"][flips]
+    _set_costs(st, st["cu"])
+
+
+def ws_restore(i, X, yt, token, cu):
+    st = workerstate.get(token, i)
+    st["yt"] = np.asarray(yt, dtype=np.float64).copy()
+    _set_costs(st, cu)
+
+
+def ws_threshold(i, X, n_ties_pos, token, thr, cu):
+    """Initial temporary labels: +1 above the threshold (and the first ``n_ties_pos`` ties)."""
+    st = workerstate.get(token, i)
+    o = final_outputs(st)
+    yt = np.zeros_like(o)
+    unl = st["unl"]
+    yt[unl] = np.where(o[unl] > thr, 1.0, -1.0)
+    ties = np.flatnonzero(unl & (o == thr))[:n_ties_pos]
+    yt[ties] = 1.0
+    st["yt"] = yt
+    _set_costs(st, cu)
+    return int((yt > 0).sum())
+
+
+def epi_candidates(i, X, st, max_pairs):
+    """Switching candidates of this block, already sorted (thesis 6.3.2 steps 1-2), and the TSVM
+    objective parts at the current outputs."""
+    o, yt = st["o"], st["yt"]
+    pos = np.flatnonzero((yt > 0) & (o < 1.0))
+    neg = np.flatnonzero((yt < 0) & (o > -1.0))
+    pos = pos[np.argsort(o[pos], kind="stable")][:max_pairs]
+    neg = neg[np.argsort(-o[neg], kind="stable")][:max_pairs]
+    return (o[pos], pos.astype(np.int64), o[neg], neg.astype(np.int64)), tsvm_objective_parts(st)
+
+
+# driver side ------------------------------------------------------------------------------
+
+def threshold_rule(outputs: list, pos_fraction: float):
+    """Threshold and per-block tie counts so that ``round(r u)`` unlabeled rows are positive,
+    ties broken in row order (the same labels for any partitioning)."""
+    allo = np.concatenate(outputs)
+    u = allo.size
+    n_pos = int(round(pos_fraction * u))
+    if n_pos == 0:
+        return np.inf, [0] * len(outputs)
+    thr = np.partition(allo, u - n_pos)[u - n_pos]
+    above = int((allo > thr).sum())
+    remaining = n_pos - above
+    ties = []
+    for o in outputs:
+        k = min(remaining, int((o == thr).sum()))
+        ties.append(k)
+        remaining -= k
+    return thr, ties
+
+
+def merge_switches(cands: list, max_pairs: int) -> tuple[list, int]:
+    """Pick pairs from the tops of the merged lists while output(L+) < output(L-) (6.3.2)."""
+    def merged(vals_col, idx_col, descending):
+        vals = np.concatenate([c[vals_col] for c in cands])
+        idx = np.concatenate([c[idx_col] for c in cands])
+        blk = np.concatenate([np.full(len(c[idx_col]), b) for b, c in enumerate(cands)])
+        order = np.lexsort((idx, blk, -vals if descending else vals))
+        return vals[order], idx[order], blk[order]
+
+    pv, pi, pb = merged(0, 1, False)
+    nv, ni, nb = merged(2, 3, True)
+    k = min(len(pv), len(nv), max_pairs)
+    k = int(np.argmin(pv[:k] < nv[:k])) if k and not np.all(pv[:k] < nv[:k]) else k
+    flips = [np.concatenate([pi[:k][pb[:k] == b], ni[:k][nb[:k] == b]]) for b in range(len(cands))]
+    return flips, k
+
+
+class TSVM(LinearSSLClassifier):
+    """Multi-switch transductive L2-SVM trained by L2-SVM-MFN with seeding (thesis 6.3).
+
+    Minimizes over w and the temporary labels y' of the unlabeled rows
+    ``gamma/2 ||w||^2 + 1/(2l) sum_l l2(y_i o_i) + gamma_u/(2u) sum_u l2(y'_j o_j)`` subject to a
+    fraction ``pos_fraction`` of the unlabeled rows labeled positive.
+
+    Parameters
+    ----------
+    gamma : float, default=1e-3
+        Regularization gamma (svmlin ``-W``).
+    gamma_u : float, default=1.0
+        Weight of the unlabeled loss, gamma' (svmlin ``-U``, lambda_u). Reached by a ramp from
+        1e-5 multiplied by 1.5 per stage.
+    pos_fraction : float, optional
+        r, the fraction of unlabeled rows labeled positive (svmlin ``-R``). Default: the positive
+        fraction among the labeled rows.
+    max_switches : int, optional
+        S, pairs switched per inner iteration (svmlin ``-S``): 1 is Joachims' TSVM; the default
+        None switches every pair that qualifies (S = u/2).
+    tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks
+        As in :class:`L2SVM`; ``max_iter`` bounds each L2-SVM-MFN call.
+    checkpoint : str, optional
+        Local path or fsspec URL of a directory to checkpoint to after every stage;
+        ``dask-ssl resume`` continues from it.
+    max_inner : int, default=10000
+        Bound on switch-and-retrain rounds per stage (termination is finite anyway, Prop 6.3.1).
+    verbose : bool, default=False
+        Print a progress line per stage.
+    """
+
+    def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
+                 tol=1e-6, max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1,
+                 client=None, n_blocks=None, checkpoint=None, max_inner=10000, verbose=False):
+        self.gamma = gamma
+        self.gamma_u = gamma_u
+        self.pos_fraction = pos_fraction
+        self.max_switches = max_switches
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.checkpoint = checkpoint
+        self.max_inner = max_inner
+        self.verbose = verbose
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_positive("gamma_u", self.gamma_u, allow_zero=True)
+        if self.pos_fraction is not None and not (
+                isinstance(self.pos_fraction, (int, float, np.floating))
+                and 0.0 < self.pos_fraction < 1.0):
+            raise ValueError(f"pos_fraction must be in (0, 1), got {self.pos_fraction!r}")
+        if self.max_switches is not None and not (
+                isinstance(self.max_switches, (int, np.integer)) and self.max_switches >= 1):
+            raise ValueError(f"max_switches must be an integer >= 1 or None, got {self.max_switches!r}")
+
+    def _check_data(self, codes: np.ndarray) -> None:
+        if not (codes < 0).any():
+            raise ValueError("no unlabeled rows: a transductive SVM needs some (use L2SVM for "
+                             "fully labeled data)")
+
+    def _fit_binary(self, blocks, y, costs, w0, token):
+        r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
+        if not 0.0 < r < 1.0:
+            raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
+        driver = TSVMDriver(self, blocks, y, costs, r, token)
+        loop = StageLoop(driver, checkpoint=self.checkpoint, verbose=self.verbose)
+        loop.run(w0)
+        self.restarts_ = loop.restarts
+        return driver.result()
+
+
+class TSVMDriver:
+    """The TSVM outer loop's small state, one stage per gamma' value (stage 0: supervised start).
+
+    Implements the protocol of :class:`dask_ssl.loop.StageLoop`.
+    """
+
+    kind = "tsvm"
+
+    def __init__(self, est, blocks, y, costs, r, token):
+        self.est = est
+        self.blocks = blocks
+        self.y = y
+        self.costs = costs
+        self.r = r
+        self.token = token
+        self.u = int((y == 0).sum())
+        self.max_pairs = est.max_switches or max(1, self.u // 2)
+        self.solver = est._solver(blocks, token)
+        self.w = None
+        self.stage = 0
+        self.gamma_u_cur = 0.0
+        self.history = []
+        self.done = False
+        self.n_switches = 0
+
+    # protocol ------------------------------------------------------------------------------
+    def run_stage(self):
+        t0 = time.perf_counter()
+        est = self.est
+        if self.stage == 0:
+            res = self.solver.solve(self.w, est.gamma)
+            outputs = self.blocks.map(ws_unlabeled_outputs, self.token)
+            thr, ties = threshold_rule(outputs, self.r)
+            g = min(GAMMA_U_START, est.gamma_u)
+            self.blocks.map(ws_threshold, self.token, thr, g / self.u,
+                            per_block=[(t,) for t in ties])
+            self.w = res.w
+            self.gamma_u_cur = g
+            record = {"stage": 0, "gamma_u": 0.0, "objective": res.objective, "switches": 0}
+        else:
+            g = self.gamma_u_cur
+            res = self.solver.solve(self.w, est.gamma, epilogue=(epi_candidates, self.max_pairs),
+                                    prologue=[(pro_set_costs, g / self.u)] * self.blocks.n_blocks)
+            switches = 0
+            for _ in range(est.max_inner):
+                cands = [e[0] for e in res.extra]
+                flips, k = merge_switches(cands, self.max_pairs)
+                if k == 0:
+                    break
+                switches += k
+                res = self.solver.solve(res.w, est.gamma, prologue=[(pro_flip, f) for f in flips],
+                                        epilogue=(epi_candidates, self.max_pairs))
+            self.w = res.w
+            self.n_switches += switches
+            objective = tsvm_objective(res.w, est.gamma, g, self.u, [e[1] for e in res.extra])
+            record = {"stage": self.stage, "gamma_u": g, "objective": objective,
+                      "switches": switches}
+            if g >= est.gamma_u:
+                self.done = True
+            else:
+                self.gamma_u_cur = min(g * GAMMA_U_FACTOR, est.gamma_u)
+        record["seconds"] = time.perf_counter() - t0
+        record["round_trips"] = self.blocks.round_trips
+        self.history.append(record)
+        self.stage += 1
+        return record
+
+    def snapshot(self) -> tuple[dict, dict]:
+        """Small state as JSON, per-row temporary labels as arrays (int8: u bytes)."""
+        doc = {"kind": self.kind, "stage": self.stage, "gamma_u_cur": self.gamma_u_cur,
+               "done": self.done, "history": self.history, "n_switches": self.n_switches,
+               "r": self.r}
+        arrays = {"w": np.zeros(0) if self.w is None else np.asarray(self.w, dtype=np.float64)}
+        if self.stage > 0:
+            arrays["yt"] = np.concatenate(self.blocks.map(ws_get, self.token, "yt")).astype(np.int8)
+        return doc, arrays
+
+    def restore(self, doc: dict, arrays: dict):
+        """Rebuild every block's state from a snapshot (after a lost worker, or on resume)."""
+        init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
+        self.stage = doc["stage"]
+        self.gamma_u_cur = doc["gamma_u_cur"]
+        self.done = doc["done"]
+        self.history = list(doc["history"])
+        self.n_switches = doc["n_switches"]
+        self.w = arrays["w"] if arrays["w"].size else None
+        if self.stage > 0:
+            yt = arrays["yt"].astype(np.float64)
+            self.blocks.map(ws_restore, self.token, self.gamma_u_cur / self.u,
+                            per_block=[(yt[s],) for s in self.blocks.block_slices()])
+
+    def result(self) -> dict:
+        yt = np.concatenate(self.blocks.map(ws_get, self.token, "yt"))
+        last = self.history[-1]
+        return {"w": self.w, "objective": last["objective"], "n_iter": self.stage,
+                "history": self.history, "transduction": np.where(self.y != 0, self.y, yt)}
