@@ -19,6 +19,7 @@ the copies, so every column still lies in [0, 1].
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import fsspec
@@ -334,11 +335,13 @@ def read_kdd99(path, *, client=None, n_rows=None, replicate=1, jitter=0.01, seed
     n_blocks = int(n_blocks or sum(client.nthreads().values()))
     parts = client.submit(_decompress_split, url, n_blocks, n_rows, storage_options, pure=False)
     where = [[workers[i % len(workers)]] for i in range(n_blocks)]
-    parsed = [client.submit(lambda ps, i: ps[i], parts, i, workers=where[i], pure=False)
+    parsed = [client.submit(operator.getitem, parts, i, workers=where[i], pure=False)
               for i in range(n_blocks)]
     parsed = [client.submit(_parse_part, p, url, workers=where[i], pure=False)
               for i, p in enumerate(parsed)]
-    sizes = client.gather([client.submit(lambda p: len(p["y"]), p) for p in parsed])
+    labels = [client.submit(_labels, p, workers=where[i], pure=False)
+              for i, p in enumerate(parsed)]
+    sizes = [len(y) for y in client.gather(labels)]
     if encoding is None:
         encoding = _merge(client.gather([
             client.submit(_stats, p, replicate, *args, i, workers=where[i], pure=False)
@@ -346,8 +349,7 @@ def read_kdd99(path, *, client=None, n_rows=None, replicate=1, jitter=0.01, seed
     keep = [i for i in range(n_blocks) if sizes[i] > 0]
     blocks = [client.submit(_encode, parsed[i], r, *args, i, encoding, workers=where[i],
                             pure=False) for r in range(replicate) for i in keep]
-    labels = [client.submit(_labels, parsed[i], workers=where[i], pure=False)
-              for r in range(replicate) for i in keep]
+    # Copies share their part's label vector: one future, no extra memory.
     data = RowBlocks(client, blocks, [sizes[i] for r in range(replicate) for i in keep],
-                     encoding.n_features, True, labels)
+                     encoding.n_features, True, [labels[i] for r in range(replicate) for i in keep])
     return (data, encoding) if return_encoding else data
