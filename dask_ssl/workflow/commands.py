@@ -86,15 +86,13 @@ def cmd_run(args) -> int:
 def cmd_resume(args) -> int:
     from .runner import read_run, run_workflow
 
-    target = Path(args.target)
-    if not (target / "state.json").is_file():
-        from .. import loop
+    from ..cli import is_fit_checkpoint, resume_fit
 
-        resume_fit = getattr(loop, "resume_fit", None)
-        if resume_fit is None:
-            raise ValueError(f"{target} is not a run directory (no state.json)")
-        resume_fit(str(target), _connect(args))
-        return 0
+    target = Path(args.target)
+    if is_fit_checkpoint(target):
+        return resume_fit(target, args)
+    if not (target / "state.json").is_file():
+        raise ValueError(f"{target} is neither a run directory nor a 'dask-ssl fit' checkpoint")
     run_dir = target.resolve()
     doc, state = read_run(run_dir)
     if state["status"] == "finished":
@@ -185,17 +183,19 @@ def cmd_retrain(args) -> int:
 
 # datasets ----------------------------------------------------------------------------------
 def cmd_datasets(args) -> int:
-    from .schema import DATA_SOURCES
+    import inspect
 
-    print("readers (data.source):")
+    from .schema import DATA_SOURCES, keyword_params
+    from .sources import generators
+
+    print("readers (data.source: KIND, data.path: file, glob or fsspec URL):")
     for kind, spec in DATA_SOURCES.items():
         if kind != "generator":
             print(f"  {kind:<10} keys: {', '.join(spec['properties'])}")
-    from ..data import DATASETS
-
-    print("generators and named data sets (data.source: generator, data.name):")
-    for name, entry in sorted(DATASETS.items()):
-        print(f"  {name:<14} [{entry.kind}] {entry.description}")
+    print("generators (data.source: generator, data.name: NAME, data.params: {...}):")
+    for name, fn in sorted(generators().items()):
+        summary = (inspect.getdoc(fn) or "").split("\n")[0]
+        print(f"  {name:<10} {summary}\n  {'':<10} params: {', '.join(keyword_params(fn))}")
     return 0
 
 

@@ -15,8 +15,10 @@ PARAM_SCHEMAS = {
     "gamma_u": {"type": "number", "exclusiveMinimum": 0},
     "tol": {"type": "number", "exclusiveMinimum": 0},
     "max_iter": {"type": "integer", "minimum": 1},
-    "max_switches": {"type": "integer", "minimum": 0},
-    "pos_fraction": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "max_switches": {"type": ["integer", "null"], "minimum": 1},
+    "max_inner": {"type": "integer", "minimum": 1},
+    "pos_fraction": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+    "verbose": {"type": "boolean"},
     "T0": {"type": "number", "exclusiveMinimum": 0},
     "fit_intercept": {"type": "boolean"},
     "solver": {"type": "string"},
@@ -58,22 +60,28 @@ DATA_SOURCES = {
 }
 
 
-def estimator_params(cls) -> list[str]:
-    """The hyperparameters a workflow may set for ``cls``: its keyword-only ``__init__`` args."""
-    sig = inspect.signature(cls.__init__)
+def keyword_params(fn) -> list[str]:
+    """The keyword-only arguments of ``fn`` a workflow may set (not the client or marker)."""
+    sig = inspect.signature(fn)
     return [name for name, p in sig.parameters.items()
             if p.kind is p.KEYWORD_ONLY and name not in RUNNER_PARAMS]
 
 
-def _data_schema(generators: list[str] | None) -> dict:
+def _data_schema(generators: dict) -> dict:
     branches = []
     for kind, spec in DATA_SOURCES.items():
         props = {"source": {"const": kind}, **spec["properties"]}
-        if kind == "generator" and generators:
+        if kind == "generator":
             props["name"] = {"enum": sorted(generators)}
         branches.append({"if": {"properties": {"source": {"const": kind}}},
                          "then": {"required": spec["required"], "properties": props,
                                   "additionalProperties": False}})
+    for name, fn in generators.items():
+        branches.append({"if": {"properties": {"source": {"const": "generator"},
+                                               "name": {"const": name}}},
+                         "then": {"properties": {"params": {
+                             "type": "object", "additionalProperties": False,
+                             "properties": {p: {} for p in keyword_params(fn)}}}}})
     return {"type": "object", "required": ["source"],
             "properties": {"source": {"enum": list(DATA_SOURCES)}}, "allOf": branches}
 
@@ -81,7 +89,7 @@ def _data_schema(generators: list[str] | None) -> dict:
 def _estimator_schema(estimators: dict) -> dict:
     branches = []
     for name, cls in estimators.items():
-        params = {p: PARAM_SCHEMAS.get(p, {}) for p in estimator_params(cls)}
+        params = {p: PARAM_SCHEMAS.get(p, {}) for p in keyword_params(cls.__init__)}
         branches.append({"if": {"properties": {"name": {"const": name}}},
                          "then": {"properties": {"params": {
                              "type": "object", "properties": params,
@@ -91,8 +99,9 @@ def _estimator_schema(estimators: dict) -> dict:
             "allOf": branches}
 
 
-def workflow_schema(estimators: dict, generators: list[str] | None = None) -> dict:
-    """JSON Schema of a workflow file for the given estimator registry and generator names."""
+def workflow_schema(estimators: dict, generators: dict) -> dict:
+    """JSON Schema of a workflow file for the given estimators and generators (name -> class
+    or function)."""
     metric = {"enum": sorted(METRICS)}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
+
 from ..linalg import RowBlocks
+
+
+def generators() -> dict:
+    """Data generators by name: the public functions of :mod:`dask_ssl.data.generators` that
+    build row blocks on a client."""
+    from ..data import generators as module
+
+    return {name: fn for name, fn in inspect.getmembers(module, inspect.isfunction)
+            if not name.startswith("_") and fn.__module__ == module.__name__
+            and "client" in inspect.signature(fn).parameters}
 
 
 def load(data: dict, path: str | None, client, *, n_features: int | None = None) -> RowBlocks:
@@ -37,6 +49,4 @@ def load(data: dict, path: str | None, client, *, n_features: int | None = None)
 
         return read_mat(path, client=client, view=data.get("view", 0),
                         positive_class=data.get("positive_class"), storage_options=options)
-    from ..data import DATASETS
-
-    return DATASETS[data["name"]].load(client=client, **(data.get("params") or {}))
+    return generators()[data["name"]](client=client, **(data.get("params") or {}))

@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 
 from .schema import DATA_SOURCES, workflow_schema
+from .sources import generators
 from .yamlfile import DocumentError, format_path, load_with_lines, parse_scalar
 
 DEFAULTS = {
@@ -113,7 +114,7 @@ def validate(data: dict, lines: dict, source: str, overrides: list[str]) -> Work
                 return f"{source}:{lines[path[:k]]}"
         return source
 
-    schema = workflow_schema(ESTIMATORS, _generator_names())
+    schema = workflow_schema(ESTIMATORS, generators())
     validator = jsonschema.Draft202012Validator(schema)
     problems = []
     for err in validator.iter_errors(data):
@@ -142,14 +143,6 @@ def _assign(data: dict, path: tuple, value) -> None:
         else:
             node = node[part]
     node[path[-1]] = value
-
-
-def _generator_names() -> list[str] | None:
-    try:
-        from ..data import DATASETS
-    except ImportError:
-        return None
-    return [name for name, entry in DATASETS.items() if entry.kind == "generator"]
 
 
 def _suggest(word, choices) -> str:
