@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -24,14 +25,22 @@ def _date(text: str) -> dt.date:
         raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
 
 
-def _connect(args):
+@contextlib.contextmanager
+def _connected(args):
+    """The command's client; one made for ``--scheduler`` is closed after the command (a
+    LocalCluster's client is closed at exit by :mod:`dask_ssl.cluster`)."""
     from ..cli import connect
 
     client = connect(args)
-    if args.scheduler is not None:
-        print(f"dask-ssl: connected to {args.scheduler}, dashboard {client.dashboard_link}",
-              file=sys.stderr)
-    return client
+    if args.scheduler is None:
+        yield client
+        return
+    print(f"dask-ssl: connected to {args.scheduler}, dashboard {client.dashboard_link}",
+          file=sys.stderr)
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def _summary(report: dict) -> str:
@@ -72,13 +81,13 @@ def cmd_run(args) -> int:
     from .runner import new_run, run_workflow
 
     wf = load_workflow(args.workflow, args.set)
-    client = _connect(args)
-    run_dir = new_run(wf.doc, date=args.date)
-    print(f"dask-ssl: run {run_dir}", file=sys.stderr)
-    if args.detach:
-        _submit(client, wf.doc, run_dir)
-        return 0
-    report = run_workflow(wf.doc, run_dir, client=client)
+    with _connected(args) as client:
+        run_dir = new_run(wf.doc, date=args.date)
+        print(f"dask-ssl: run {run_dir}", file=sys.stderr)
+        if args.detach:
+            _submit(client, wf.doc, run_dir)
+            return 0
+        report = run_workflow(wf.doc, run_dir, client=client)
     print(_summary(report))
     return 0
 
@@ -98,14 +107,15 @@ def cmd_resume(args) -> int:
     if state["status"] == "finished":
         print(f"dask-ssl: run {run_dir.name} already finished; nothing to resume")
         return 0
-    client = _connect(args)
     print(f"dask-ssl: resuming {run_dir} ({state['status']}; steps done: "
           f"{', '.join(state.get('steps', [])) or 'none'})", file=sys.stderr)
     warm = state.get("kind") == "retrain" and doc["retrain"]["warm_start"]
-    if args.detach:
-        _submit(client, doc, run_dir, warm_start=warm, resume=True)
-        return 0
-    print(_summary(run_workflow(doc, run_dir, client=client, warm_start=warm, resume=True)))
+    with _connected(args) as client:
+        if args.detach:
+            _submit(client, doc, run_dir, warm_start=warm, resume=True)
+            return 0
+        report = run_workflow(doc, run_dir, client=client, warm_start=warm, resume=True)
+    print(_summary(report))
     return 0
 
 
@@ -165,8 +175,8 @@ def cmd_retrain(args) -> int:
 
     wf = load_workflow(args.workflow, args.set)
     date = args.date or dt.date.today()
-    client = _connect(args)
-    record = retrain(wf.doc, date=date, client=client)
+    with _connected(args) as client:
+        record = retrain(wf.doc, date=date, client=client)
     decision = record["decision"]
     if record["skipped"]:
         print(f"dask-ssl: {wf.name} was already retrained for {date}: nothing to do "
@@ -183,19 +193,18 @@ def cmd_retrain(args) -> int:
 
 # datasets ----------------------------------------------------------------------------------
 def cmd_datasets(args) -> int:
-    import inspect
-
+    from ..data import DATASETS
     from .schema import DATA_SOURCES, keyword_params
     from .sources import generators
 
-    print("readers (data.source: KIND, data.path: file, glob or fsspec URL):")
+    print("readers (data.source: KIND; data.path: a file, a glob or an fsspec URL):")
     for kind, spec in DATA_SOURCES.items():
         if kind != "generator":
             print(f"  {kind:<10} keys: {', '.join(spec['properties'])}")
-    print("generators (data.source: generator, data.name: NAME, data.params: {...}):")
+    print("generators (data.source: generator; data.name: NAME; data.params: {...}):")
     for name, fn in sorted(generators().items()):
-        summary = (inspect.getdoc(fn) or "").split("\n")[0]
-        print(f"  {name:<10} {summary}\n  {'':<10} params: {', '.join(keyword_params(fn))}")
+        print(f"  {name:<10} {DATASETS[name].description}\n"
+              f"  {'':<10} params: {', '.join(keyword_params(fn))}")
     return 0
 
 

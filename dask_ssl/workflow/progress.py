@@ -8,7 +8,6 @@ redrawn in place; elsewhere (a log, a detached worker) only the start and end ar
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 
@@ -26,7 +25,7 @@ class Progress:
         Seconds between live updates.
     """
 
-    def __init__(self, stream=sys.stderr, on_change=None, every: float = 0.5):
+    def __init__(self, stream, on_change=None, every: float = 0.5):
         self.stream = stream
         self.on_change = on_change
         self.every = every

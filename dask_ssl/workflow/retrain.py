@@ -13,7 +13,6 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
-import sys
 
 from .runner import new_run, run_workflow, store_for
 from .state import now
@@ -44,7 +43,7 @@ def day_record(doc: dict, date: dt.date) -> dict | None:
         return None
 
 
-def retrain(doc: dict, *, date: dt.date, client, stream=sys.stderr) -> dict:
+def retrain(doc: dict, *, date: dt.date, client, progress: bool = True) -> dict:
     """Retrain ``doc`` on ``date``'s data; return the day's record.
 
     The record has ``date``, ``run_dir``, ``decision`` (version, promoted, reason, metric
@@ -57,7 +56,7 @@ def retrain(doc: dict, *, date: dt.date, client, stream=sys.stderr) -> dict:
         if done is not None:
             return {**done, "skipped": True}
         run_dir = new_run(doc, date=date, kind="retrain")
-        report = run_workflow(doc, run_dir, client=client, stream=stream,
+        report = run_workflow(doc, run_dir, client=client, progress=progress,
                               warm_start=doc["retrain"]["warm_start"])
         record = {"date": date.isoformat(), "run_dir": str(run_dir), "finished": now(),
                   "decision": report["model"], "metrics": report["sweep"][-1]["metrics"],

@@ -287,9 +287,12 @@ def _scalars(m: dict) -> dict:
     return {k: v for k, v in m.items() if isinstance(v, float)}
 
 
-def run_workflow(doc: dict, run_dir, *, client=None, stream=sys.stderr, warm_start: bool = False,
-                 resume: bool = False) -> dict:
+def run_workflow(doc: dict, run_dir, *, client=None, progress: bool = True,
+                 warm_start: bool = False, resume: bool = False) -> dict:
     """Execute the workflow ``doc`` in ``run_dir`` (made by :func:`new_run`); return the report.
+
+    ``progress`` shows the phases on standard error; ``warm_start`` starts the fit from the
+    promoted model's weights; ``resume`` skips the steps ``state.json`` records as done.
 
     The state file ends ``finished`` or ``failed`` (with the error and traceback); the error is
     raised again for the caller.
@@ -297,7 +300,8 @@ def run_workflow(doc: dict, run_dir, *, client=None, stream=sys.stderr, warm_sta
     from ..cluster import get_client
 
     client = get_client(client)
-    run = Run(doc, run_dir, client, stream=stream, warm_start=warm_start, resume=resume)
+    run = Run(doc, run_dir, client, stream=sys.stderr if progress else None,
+              warm_start=warm_start, resume=resume)
     try:
         # Library code (distributed.wait, performance_report) looks for the current client;
         # the one a command starts is not the process default.
@@ -316,6 +320,6 @@ def detached_task(doc: dict, run_dir: str, warm_start: bool, resume: bool) -> st
     # worker_client secedes this task from the worker's thread pool, so the run's own tasks can
     # use the thread it would otherwise hold for its whole length.
     with worker_client() as client:
-        run_workflow(doc, run_dir, client=client, stream=None, warm_start=warm_start,
+        run_workflow(doc, run_dir, client=client, progress=False, warm_start=warm_start,
                      resume=resume)
     return run_dir

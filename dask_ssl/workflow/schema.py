@@ -51,7 +51,7 @@ DATA_SOURCES = {
     "mat": {
         "required": ["path"],
         "properties": {"path": _PATH, "view": {"type": "integer", "minimum": 0},
-                       "positive_class": {"type": "integer"}, "storage_options": _STORAGE},
+                       "positive_class": {"type": "integer"}},
     },
     "generator": {
         "required": ["name"],

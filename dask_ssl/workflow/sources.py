@@ -8,13 +8,12 @@ from ..linalg import RowBlocks
 
 
 def generators() -> dict:
-    """Data generators by name: the public functions of :mod:`dask_ssl.data.generators` that
-    build row blocks on a client."""
-    from ..data import generators as module
+    """Data generators by name (the entries of :data:`dask_ssl.data.DATASETS` that read no
+    file)."""
+    from ..data import DATASETS
 
-    return {name: fn for name, fn in inspect.getmembers(module, inspect.isfunction)
-            if not name.startswith("_") and fn.__module__ == module.__name__
-            and "client" in inspect.signature(fn).parameters}
+    return {name: d.loader for name, d in DATASETS.items()
+            if not {"path", "paths"} & set(inspect.signature(d.loader).parameters)}
 
 
 def load(data: dict, path: str | None, client, *, n_features: int | None = None) -> RowBlocks:
@@ -45,8 +44,23 @@ def load(data: dict, path: str | None, client, *, n_features: int | None = None)
         return read_kdd99(path, client=client, storage_options=options,
                           **{k: data[k] for k in keys if k in data})
     if source == "mat":
-        from ..data.multiview import read_mat
-
-        return read_mat(path, client=client, view=data.get("view", 0),
-                        positive_class=data.get("positive_class"), storage_options=options)
+        return _mat(path, client, data.get("view", 0), data.get("positive_class"))
     return generators()[data["name"]](client=client, **(data.get("params") or {}))
+
+
+def _mat(path: str, client, view: int, positive_class) -> RowBlocks:
+    """One view of a multi-view ``.mat`` file; ``positive_class`` vs the rest as +1 / -1, or
+    every class kept (one-vs-rest in the estimator)."""
+    import numpy as np
+
+    from ..data import read_multiview
+
+    views, y = read_multiview(path)
+    if not 0 <= view < len(views):
+        raise ValueError(f"{path} has {len(views)} views; data.view={view} does not exist")
+    if positive_class is not None:
+        if positive_class not in y:
+            raise ValueError(f"{path}: data.positive_class={positive_class} is not a class "
+                             f"(classes: {sorted(set(y.tolist()))})")
+        y = np.where(y == positive_class, 1, -1)
+    return RowBlocks.from_array(views[view], client=client, y=y)

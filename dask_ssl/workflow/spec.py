@@ -210,13 +210,13 @@ def _semantic_problems(data: dict, estimators: dict) -> list:
     if path is not None:
         try:
             fields = {f for _, f, _, _ in string.Formatter().parse(path) if f is not None}
-            path.format(date=dt.date(2000, 1, 1))
-        except (ValueError, IndexError, KeyError) as exc:
-            problems.append((("data", "path"), f"bad {{date}} template: {exc}"))
-        else:
             if fields - {"date"}:
                 problems.append((("data", "path"), f"unknown template field(s) "
                                  f"{sorted(fields - {'date'})}; only {{date}} is filled in"))
+            else:
+                path.format(date=dt.date(2000, 1, 1))
+        except ValueError as exc:
+            problems.append((("data", "path"), f"bad {{date}} template: {exc}"))
     return problems
 
 

@@ -43,9 +43,9 @@ class Split:
 def choose(y, *, test_fraction: float, seed: int, labeled=None, labeled_per_class=None) -> Split:
     """Pick test rows and labeled training rows, stratified by class, reproducibly.
 
-    Rows whose label is 0 (unlabeled in the file) are never test or labeled rows. Each class's
-    rows are shuffled once with ``seed``; the test rows are the first ``test_fraction`` of each
-    class, the labeled rows the next ones, so splits with more labels contain those with fewer.
+    Rows whose label is 0 (unlabeled in the file) are never test or labeled rows; the others go
+    through :func:`dask_ssl.data.stratified_split`, so splits with more labels per class
+    contain those with fewer (same seed).
 
     Parameters
     ----------
@@ -56,38 +56,29 @@ def choose(y, *, test_fraction: float, seed: int, labeled=None, labeled_per_clas
     seed : int
     labeled : int or 'all', optional
         Labeled training rows in total, spread over the classes in proportion to their size
-        (at least one each). 'all' (the default) keeps every non-test label.
+        (at least one each). 'all' (the default) keeps every label that is not a test row.
     labeled_per_class : int, optional
         Labeled training rows per class; exclusive with ``labeled``.
     """
+    from ..data import stratified_split
+
     y = np.asarray(y)
-    n = y.shape[0]
-    rng = np.random.default_rng(seed)
-    classes = np.unique(y[y != UNLABELED])
-    if classes.size < 2:
-        raise ValueError(f"the data has {classes.size} labeled class(es); need at least two")
-    order = {c: rng.permutation(np.flatnonzero(y == c)) for c in classes}
-    n_test = {c: int(round(test_fraction * idx.size)) for c, idx in order.items()}
-    available = {c: order[c].size - n_test[c] for c in classes}
+    known = np.flatnonzero(y != UNLABELED)
+    y_known = y[known]
     if labeled_per_class is not None:
-        want = {c: int(labeled_per_class) for c in classes}
+        counts = {"labels_per_class": labeled_per_class}
     elif labeled is None or labeled == "all":
-        want = available
+        _, sizes = np.unique(y_known, return_counts=True)
+        counts = {"n_labeled": max(1, int(sum(n - round(test_fraction * n) for n in sizes)))}
     else:
-        total = sum(available.values())
-        want = {c: max(1, int(round(labeled * available[c] / total))) for c in classes}
-    short = {c: (want[c], available[c]) for c in classes if want[c] > available[c]}
-    if short:
-        c, (w, a) = next(iter(short.items()))
-        raise ValueError(f"class {c!r} has {a} rows left after the test split, "
-                         f"{w} labeled rows were asked for")
-    test = np.zeros(n, dtype=bool)
-    lab = np.zeros(n, dtype=bool)
-    for c, idx in order.items():
-        test[idx[:n_test[c]]] = True
-        lab[idx[n_test[c]:n_test[c] + want[c]]] = True
-    if not test.any():
+        counts = {"n_labeled": labeled}
+    parts = stratified_split(y_known, test_fraction=test_fraction, seed=seed, **counts)
+    if len(parts.test) == 0:
         raise ValueError(f"test_fraction={test_fraction} leaves no test rows; raise it")
+    test = np.zeros(y.shape[0], dtype=bool)
+    lab = np.zeros(y.shape[0], dtype=bool)
+    test[known[parts.test]] = True
+    lab[known[parts.labeled]] = True
     return Split(test=test, labeled=lab, y=y)
 
 

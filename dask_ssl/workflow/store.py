@@ -117,7 +117,7 @@ class ModelStore:
             out.append({"version": d.name, "created": doc.get("created"),
                         "estimator": doc.get("estimator"), "metrics": doc.get("metrics", {}),
                         "current": d.name == current})
-        return sorted(out, key=lambda r: (r["created"] or "", r["version"]))
+        return sorted(out, key=lambda r: r["version"])
 
     def document(self, version: str | None = None) -> dict:
         version = version or self._require_current()
@@ -143,7 +143,9 @@ class ModelStore:
     # writing -----------------------------------------------------------------------------
     def add(self, estimator, *, metrics: dict | None = None, extra: dict | None = None) -> str:
         """Save a fitted estimator as a new version (not promoted); return its version id."""
-        version = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+        # Sortable by time to the microsecond: the order of versions is the order of saves.
+        t = dt.datetime.now(dt.timezone.utc)
+        version = f"{t:%Y%m%dT%H%M%S}.{t.microsecond:06d}"
         save_model(estimator, self.versions_dir / version, metrics=metrics, extra=extra)
         return version
 

@@ -1,0 +1,103 @@
+"""Running workflows end to end on the session cluster: quick start, sweeps, status, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dask_ssl.cli import main
+from dask_ssl.workflow.runner import new_run, read_run, run_workflow, store_for
+from dask_ssl.workflow.spec import load_workflow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def outputs(tmp_path) -> list[str]:
+    return ["--set", f"outputs.runs={tmp_path / 'runs'}",
+            "--set", f"outputs.model_store={tmp_path / 'models'}"]
+
+
+def only_run(tmp_path, name) -> Path:
+    (run_dir,) = (tmp_path / "runs" / name).iterdir()
+    return run_dir
+
+
+def test_quickstart_end_to_end(client, tmp_path, capsys):
+    code = main(["run", str(ROOT / "workflows" / "quickstart.yaml"),
+                 "--scheduler", client.scheduler.address,
+                 # A shorter gamma' ramp (12 stages, not 29) keeps the suite fast.
+                 "--set", "data.params.n=800", "--set", "estimator.params.gamma_u=1e-3",
+                 *outputs(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "dashboard http" in captured.err
+    assert "fit: done in" in captured.err and "round trips" in captured.err
+    assert "promoted: no current model" in captured.out
+    run_dir = only_run(tmp_path, "quickstart")
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["data"]["n_rows"] == 800
+    assert report["split"]["n_labeled"] == 20 and report["split"]["n_test"] == 200
+    assert report["metrics"]["error"] < 0.2
+    assert 0.8 < report["metrics"]["prbep"] <= 1
+    assert sum(row["support"] for row in report["metrics"]["per_class"]) == 200
+    assert report["history"] and {"read", "fit", "evaluate"} <= set(report["timings"])
+    assert report["versions"]["dask-ssl"] and report["parameters"]["name"] == "quickstart"
+    for name in ("history.png", "dask-performance.html", "predictions-test.txt"):
+        assert (run_dir / name).stat().st_size > 0, name
+    assert (run_dir / "history.png").read_bytes()[:4] == b"\x89PNG"
+    assert len((run_dir / "predictions-test.txt").read_text().splitlines()) == 200
+    store = store_for(report["parameters"])
+    assert store.current() == report["model"]["version"]
+    assert store.load().predict(
+        __import__("numpy").zeros((1, 50))).shape == (1,)
+
+    assert main(["status", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert ": finished" in out and f"model {store.current()}: promoted" in out
+    assert main(["status", "--runs", str(tmp_path / "runs")]) == 0
+    assert "quickstart, run" in capsys.readouterr().out
+
+
+def test_label_sweep_plots_error_against_labels(client, tmp_path):
+    wf = load_workflow(ROOT / "workflows" / "supervised.yaml",
+                       ["data.params.n=1200", "split.labeled_per_class=[2, 10, 100]",
+                        f"outputs.runs={tmp_path / 'runs'}",
+                        f"outputs.model_store={tmp_path / 'models'}",
+                        "outputs.performance_report=false"])
+    report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    assert [s["n_labeled"] for s in report["sweep"]] == [4, 20, 200]
+    errors = [s["metrics"]["error"] for s in report["sweep"]]
+    assert errors[-1] < errors[0]
+    assert report["files"]["sweep"] == "sweep.png"
+    assert (Path(report["run_dir"]) / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+    assert report["split"]["n_labeled"] == 200
+
+
+def test_failed_run_is_resumed_without_fitting_again(client, tmp_path, capsys):
+    wf = load_workflow(ROOT / "workflows" / "supervised.yaml",
+                       ["data.params.n=600", "split.labeled_per_class=10",
+                        f"outputs.runs={tmp_path / 'runs'}",
+                        f"outputs.model_store={tmp_path / 'models'}",
+                        "outputs.performance_report=false",
+                        "outputs.predictions=all"])
+    run_dir = new_run(wf.doc)
+    # The run stops after fitting and storing: the predictions directory is not writable.
+    (run_dir / "predictions-all.txt").mkdir()
+    with pytest.raises(OSError):
+        run_workflow(wf.doc, run_dir, client=client, progress=False)
+    doc, state = read_run(run_dir)
+    assert state["status"] == "failed" and state["steps"] == ["fit", "store"]
+    assert main(["status", str(run_dir)]) == 1
+    assert "error: " in capsys.readouterr().out
+    (run_dir / "predictions-all.txt").rmdir()
+    fitted = (run_dir / "model" / "model.json").stat().st_mtime_ns
+    assert main(["resume", str(run_dir), "--scheduler", client.scheduler.address]) == 0
+    _, state = read_run(run_dir)
+    assert state["status"] == "finished"
+    assert (run_dir / "model" / "model.json").stat().st_mtime_ns == fitted
+    assert len(store_for(doc).versions()) == 1
+    assert len((run_dir / "predictions-all.txt").read_text().splitlines()) == 600
+    assert main(["resume", str(run_dir)]) == 0
+    assert "already finished" in capsys.readouterr().out

@@ -1,0 +1,137 @@
+"""Workflow files: every shipped one validates; broken ones name the file, key and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dask_ssl.cli import main
+from dask_ssl.models import ESTIMATORS
+from dask_ssl.workflow.spec import WorkflowError, load_workflow
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "workflows").glob("*.yaml"))
+
+GOOD = """\
+name: t
+data:
+  source: generator
+  name: g50c
+  params: {n: 200, seed: 1}
+split:
+  labeled_per_class: 5
+estimator:
+  name: L2SVM
+  params:
+    gamma: 1e-2
+"""
+
+
+def write(tmp_path, text, name="w.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_shipped_workflows_validate():
+    names = {p.stem for p in SHIPPED}
+    assert {"quickstart", "kdd99", "rcv1", "nightly-retrain"} <= names
+    for path in SHIPPED:
+        wf = load_workflow(path)
+        assert wf.doc["estimator"]["name"] in ESTIMATORS
+        assert wf.doc["outputs"]["model_name"] == wf.name
+
+
+def test_quickstart_uses_the_semi_supervised_estimator_when_it_exists():
+    wf = load_workflow(ROOT / "workflows" / "quickstart.yaml")
+    expected = "TSVM" if "TSVM" in ESTIMATORS else "L2SVM"
+    assert wf.doc["estimator"]["name"] == expected
+    assert wf.doc["data"]["source"] == "generator"
+
+
+def test_defaults_and_numbers_without_a_dot(tmp_path):
+    wf = load_workflow(write(tmp_path, GOOD))
+    assert wf.doc["estimator"]["params"]["gamma"] == pytest.approx(0.01)
+    assert wf.doc["split"] == {"labeled_per_class": 5, "test_fraction": 0.2, "seed": 0}
+    assert Path(wf.doc["outputs"]["model_store"]).is_absolute()
+    assert wf.doc["evaluation"]["promote"]["metric"] == "error"
+
+
+def test_error_names_file_line_and_key(tmp_path):
+    path = write(tmp_path, GOOD.replace("gamma: 1e-2", "gamma: -1"))
+    with pytest.raises(WorkflowError) as exc:
+        load_workflow(path)
+    assert str(exc.value) == f"{path}:11: estimator.params.gamma: -1 is not > 0"
+
+
+def test_all_problems_reported_in_line_order(tmp_path):
+    text = GOOD.replace("labeled_per_class: 5", "labeled_per_class: 5\n  test_fraction: 1.5") \
+               .replace("gamma: 1e-2", "gama: 1e-2")
+    with pytest.raises(WorkflowError) as exc:
+        load_workflow(write(tmp_path, text))
+    lines = str(exc.value).splitlines()
+    assert len(lines) == 2
+    assert ":8: split.test_fraction: 1.5 is not < 1" in lines[0]
+    assert ":12: estimator.params.gama: unknown key (did you mean 'gamma'?)" in lines[1]
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ("name: g50c", "name: g50", ":4: data.name: 'g50' is not one of"),
+    ("{n: 200, seed: 1}", "{n: 200, sed: 1}", ":5: data.params.sed: unknown key"),
+    ("  source: generator\n", "", ":2: data.source: required key is missing"),
+    ("name: L2SVM", "name: Nope", ":9: estimator.name: 'Nope' is not one of"),
+    ("    gamma: 1e-2", "    gamma: 1e-2\n    gamma: 2", ":12: estimator.params.gamma: key given twice"),
+    ("params:\n    gamma: 1e-2", "params: [1", ":11: YAML syntax: expected"),
+    ("labeled_per_class: 5", "labeled_per_class: 5\n  labeled: 3",
+     ":6: split: give labeled or labeled_per_class, not both"),
+])
+def test_broken_workflows(tmp_path, old, new, expected):
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new))
+    with pytest.raises(WorkflowError) as exc:
+        load_workflow(path)
+    assert str(exc.value).startswith(str(path))
+    assert expected in str(exc.value)
+
+
+def test_estimator_own_checks_are_mapped_to_the_line(tmp_path):
+    path = write(tmp_path, GOOD.replace("gamma: 1e-2", "gamma: 1e-2\n    solver: magic"))
+    with pytest.raises(WorkflowError, match=r":12: estimator\.params\.solver: solver must be"):
+        load_workflow(path)
+
+
+def test_path_template_is_checked(tmp_path):
+    text = ("name: t\ndata:\n  source: svmlight\n  path: d/{day}.svm\n"
+            "estimator: {name: L2SVM}\n")
+    with pytest.raises(WorkflowError, match=r":4: data\.path: unknown template field"):
+        load_workflow(write(tmp_path, text))
+    wf = load_workflow(write(tmp_path, text.replace("{day}", "{date:%Y%m%d}")))
+    import datetime as dt
+
+    assert wf.data_path(dt.date(2026, 1, 2)).endswith("d/20260102.svm")
+
+
+def test_overrides(tmp_path):
+    path = write(tmp_path, GOOD)
+    wf = load_workflow(path, ["estimator.params.gamma=0.5", "split.seed=7",
+                              "split.labeled_per_class=[2, 4]"])
+    assert wf.doc["estimator"]["params"]["gamma"] == 0.5
+    assert wf.doc["split"]["seed"] == 7
+    assert wf.doc["split"]["labeled_per_class"] == [2, 4]
+    with pytest.raises(WorkflowError) as exc:
+        load_workflow(path, ["estimator.params.gamma=-2"])
+    assert str(exc.value) == (f"{path} (--set estimator.params.gamma=-2): "
+                              f"estimator.params.gamma: -2 is not > 0")
+    with pytest.raises(WorkflowError, match="expected KEY=VALUE"):
+        load_workflow(path, ["gamma"])
+
+
+def test_cli_refuses_a_broken_workflow_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, GOOD.replace("gamma: 1e-2", "gamma: 0"))
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:11: estimator.params.gamma: 0 is not > 0" in err
+    assert "LocalCluster" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]
