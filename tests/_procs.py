@@ -22,13 +22,16 @@ class DaskProcesses:
     """A scheduler plus ``n_workers`` single-threaded workers, each its own OS process."""
 
     def __init__(self, workdir: Path, n_workers: int = 2, scheduler_args=(), worker_args=(),
-                 env=None):
+                 env=None, security=None):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.n_workers = n_workers
         self.scheduler_args = list(scheduler_args)
         self.worker_args = list(worker_args)
         self.env = dict(os.environ, **(env or {}))
+        # The test process's own credentials when the processes speak TLS (a
+        # ``distributed.Security``); the processes themselves get theirs from ``env``/args.
+        self.security = security
         self.scheduler_file = self.workdir / "scheduler.json"
         self.scheduler = None
         self.workers: list[subprocess.Popen] = []
@@ -72,7 +75,7 @@ class DaskProcesses:
             c.wait_for_workers(n, timeout=timeout)
 
     def client_kwargs(self) -> dict:
-        return {}
+        return {} if self.security is None else {"security": self.security}
 
     def kill_worker(self, k: int) -> None:
         os.killpg(self.workers[k].pid, signal.SIGKILL)

@@ -84,7 +84,7 @@ def cmd_run(args) -> int:
     with _connected(args) as client:
         run_dir = new_run(wf.doc, date=args.date)
         print(f"dask-ssl: run {run_dir}", file=sys.stderr)
-        if args.detach:
+        if args.detach_run:
             _submit(client, wf.doc, run_dir)
             return 0
         report = run_workflow(wf.doc, run_dir, client=client)
@@ -111,7 +111,7 @@ def cmd_resume(args) -> int:
           f"{', '.join(state.get('steps', [])) or 'none'})", file=sys.stderr)
     warm = state.get("kind") == "retrain" and doc["retrain"]["warm_start"]
     with _connected(args) as client:
-        if args.detach:
+        if args.detach_run:
             _submit(client, doc, run_dir, warm_start=warm, resume=True)
             return 0
         report = run_workflow(doc, run_dir, client=client, warm_start=warm, resume=True)
@@ -284,7 +284,8 @@ def register(sub) -> None:
 
     run = sub.add_parser("run", help="run a workflow file")
     workflow_args(run)
-    run.add_argument("--detach", action="store_true",
+    # dest is not "detach": cli.main routes any args.detach to `fit --detach`.
+    run.add_argument("--detach", dest="detach_run", action="store_true",
                      help="run as a task on the cluster and return; follow with `status`")
     run.set_defaults(func=cmd_run)
 
@@ -294,9 +295,11 @@ def register(sub) -> None:
     status.add_argument("--json", action="store_true", help="print the state file")
     status.set_defaults(func=cmd_status)
 
-    resume = sub.add_parser("resume", help="finish an interrupted run")
-    resume.add_argument("target", metavar="RUN_DIR")
-    resume.add_argument("--detach", action="store_true")
+    resume = sub.add_parser("resume", help="finish an interrupted workflow run (RUN_DIR) or "
+                                           "`fit --checkpoint` (its checkpoint directory)")
+    resume.add_argument("target", metavar="RUN_DIR|CHECKPOINT")
+    resume.add_argument("--detach", dest="detach_run", action="store_true",
+                        help="resume as a task on the cluster and return")
     _cluster_args(resume)
     resume.set_defaults(func=cmd_resume)
 

@@ -18,6 +18,7 @@ import traceback
 import uuid
 from pathlib import Path
 
+import fsspec
 import numpy as np
 
 from ..models.artifact import load_model, save_model
@@ -138,15 +139,16 @@ class Run:
         saved = self.run_dir / "model"
         if last and self.resume and "fit" in self.steps and saved.is_dir():
             return load_model(saved)
-        est = self._resumed_fit()
-        if est is not None:
-            return est
         est = _estimator(self.doc, self.client)
         fit_kw = {}
         if self.warm_start and current is not None:
             fit_kw["coef_init"] = current.coef_with_bias()
         if "graph" in self.doc:
             fit_kw["graph"] = self._graph(train)
+        checkpoint = self.doc["estimator"]["params"].get("checkpoint")
+        if self.resume and checkpoint and fsspec.core.url_to_fs(checkpoint)[0].exists(checkpoint):
+            # An outer loop interrupted mid-way goes on from its last stage.
+            fit_kw["resume"] = True
         with self.progress.phase("fit", counter=lambda: train.round_trips, unit="round trips"):
             est.fit(train, y_train, **fit_kw)
         est.client = None
@@ -154,19 +156,6 @@ class Run:
             save_model(est, saved, metrics={})
             self.state.step_done("fit")
         return est
-
-    def _resumed_fit(self):
-        """An interrupted outer loop picks up from its checkpoint when the solver offers it."""
-        checkpoint = self.doc["estimator"]["params"].get("checkpoint")
-        if not (self.resume and checkpoint):
-            return None
-        from .. import loop
-
-        resume_fit = getattr(loop, "resume_fit", None)
-        if resume_fit is None:
-            return None
-        with self.progress.phase("fit (resumed)"):
-            return resume_fit(checkpoint, self.client)
 
     def _graph(self, train):
         from ..graph.knn import build_knn

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import jsonschema
 
-from .schema import DATA_SOURCES, workflow_schema
+from .schema import workflow_schema
 from .sources import generators
 from .yamlfile import DocumentError, format_path, load_with_lines, parse_scalar
 
@@ -240,6 +240,8 @@ def _with_defaults(data: dict) -> dict:
     doc["outputs"].setdefault("model_name", doc["name"])
     for key in ("runs", "model_store"):
         doc["outputs"][key] = _absolute(doc["outputs"][key])
-    if doc["data"]["source"] in DATA_SOURCES and "path" in doc["data"]:
+    if "path" in doc["data"]:
         doc["data"]["path"] = _absolute(doc["data"]["path"])
+    if doc["estimator"]["params"].get("checkpoint"):
+        doc["estimator"]["params"]["checkpoint"] = _absolute(doc["estimator"]["params"]["checkpoint"])
     return doc

@@ -1,0 +1,120 @@
+"""Nightly retraining: warm start, refusal of a worse model, rerun safety, a kill mid-promotion."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from dask_ssl.cli import main
+from dask_ssl.data import g50c
+from dask_ssl.workflow.retrain import day_record
+from dask_ssl.workflow.runner import store_for
+from dask_ssl.workflow.spec import load_workflow
+
+ROOT = Path(__file__).resolve().parents[1]
+DAYS = ["2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23"]
+
+
+@pytest.fixture
+def nightly(tmp_path, client):
+    """The shipped nightly workflow on generated daily files (drift: each day new rows from the
+    same generator with another seed; 1500 labeled rows a day, the rest unlabeled)."""
+    for k, day in enumerate(DAYS):
+        X, y = g50c(n=3000, seed=100 + k)
+        y = np.where(np.arange(y.size) % 2 == 0, y, 0)
+        (tmp_path / "incoming" / day).mkdir(parents=True)
+        dump_svmlight_file(X, y, str(tmp_path / "incoming" / day / "part-0.svm"), zero_based=False)
+    overrides = [f"data.path={tmp_path}/incoming/{{date:%Y-%m-%d}}/*.svm",
+                 f"outputs.runs={tmp_path / 'runs'}", f"outputs.model_store={tmp_path / 'models'}",
+                 "outputs.performance_report=false", "outputs.plots=false",
+                 # The retrain mechanics do not depend on the estimator; L2SVM keeps this fast.
+                 "estimator={name: L2SVM, params: {gamma: 1e-3}}"]
+    args = ["retrain", str(ROOT / "workflows" / "nightly-retrain.yaml"),
+            "--scheduler", client.scheduler.address]
+    for o in overrides:
+        args += ["--set", o]
+    doc = load_workflow(ROOT / "workflows" / "nightly-retrain.yaml", overrides).doc
+    return args, doc
+
+
+def test_retrain_warm_starts_refuses_worse_and_is_rerun_safe(nightly, capsys):
+    args, doc = nightly
+    store = store_for(doc)
+    assert main([*args, "--date", DAYS[0]]) == 0
+    assert "promoted: no current model" in capsys.readouterr().out
+    v1 = store.current()
+
+    assert main([*args, "--date", DAYS[1]]) == 0
+    out = capsys.readouterr().out
+    v2 = store.versions()[-1]["version"]
+    assert store.document(v2)["warm_started_from"] == v1
+    assert store.document(v2)["data"].endswith(f"incoming/{DAYS[1]}/*.svm")
+    decision = day_record(doc, dt.date.fromisoformat(DAYS[1]))["decision"]
+    assert decision["version"] == v2 and decision["previous"] == v1
+    assert f"model {v2} {'promoted' if decision['promoted'] else 'NOT promoted'}" in out
+    assert store.current() == (v2 if decision["promoted"] else v1)
+    current = store.current()
+
+    # Rerunning a finished day changes nothing.
+    assert main([*args, "--date", DAYS[1]]) == 0
+    assert f"already retrained for {DAYS[1]}: nothing to do" in capsys.readouterr().out
+    assert len(store.versions()) == 2
+
+    # Two labels instead of 1350: a worse model, evaluated with the current one on the same
+    # held-out rows, is stored but not promoted, and the reason is printed.
+    assert main([*args, "--date", DAYS[2], "--set", "split.labeled=2"]) == 0
+    out = capsys.readouterr().out
+    assert "NOT promoted: validation error" in out and "worse than the current model's" in out
+    assert store.current() == current
+    record = day_record(doc, dt.date.fromisoformat(DAYS[2]))
+    assert record["decision"]["promoted"] is False
+    assert record["decision"]["candidate"] > record["decision"]["current"]
+    assert [e["action"] for e in store.events()][0::2] == ["promote", "refuse"]
+
+
+def test_retrain_killed_during_promotion(nightly, capsys):
+    args, doc = nightly
+    store = store_for(doc)
+    assert main([*args, "--date", DAYS[0]]) == 0
+    v1 = store.current()
+    script = textwrap.dedent(f"""
+        import os, signal, sys
+        from dask_ssl.workflow import store
+        real = os.replace
+        def dying(src, dst):
+            if str(dst).endswith("current.json"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(src, dst)
+        store.os.replace = dying
+        from dask_ssl.cli import main
+        sys.exit(main({[*args, "--date", DAYS[1]]!r}))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    # The previous model is still the current one and loads; the day is not recorded as done.
+    assert store.current() == v1
+    assert store.load().coef_.shape == (1, 50)
+    assert len(store.versions()) == 2
+    assert day_record(doc, dt.date.fromisoformat(DAYS[1])) is None
+    capsys.readouterr()
+    assert main([*args, "--date", DAYS[1]]) == 0
+    assert "already retrained" not in capsys.readouterr().out
+    assert store.current() == store.versions()[-1]["version"] != v1
+    assert json.loads((store.root / "current.json").read_text())["stack"][0] == v1
+    assert main([*args, "--date", DAYS[1]]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_retrain_without_the_day_s_data_fails_clearly(nightly, capsys):
+    args, _ = nightly
+    assert main([*args, "--date", "2030-01-01"]) == 2
+    err = capsys.readouterr().err
+    assert "2030-01-01" in err
