@@ -23,7 +23,7 @@ _POW10 = np.array([10.0 ** k for k in range(23)])
 _MAX_EXACT = 2 ** 53
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lower(c):
     return c + 32 if 65 <= c <= 90 else c
 

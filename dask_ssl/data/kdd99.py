@@ -184,7 +184,8 @@ def _column_max(numeric, factors):
                     v *= factors[k]
                     k += 1
                 out[j] = max(out[j], v)
-    return out
+    # log1p here, not in NumPy: the same implementation as in _csr, so maxima map to exactly 1.
+    return np.log1p(out)
 
 
 def _stats(parsed, replicate, jitter, seed, part_index):
@@ -192,7 +193,7 @@ def _stats(parsed, replicate, jitter, seed, part_index):
     maxima = np.zeros(len(NUMERIC))
     for copy in range(replicate):
         factors = _factors(parsed, copy, jitter, seed, part_index)
-        maxima = np.maximum(maxima, np.log1p(_column_max(parsed["numeric"], factors)))
+        maxima = np.maximum(maxima, _column_max(parsed["numeric"], factors))
     vocab = [np.unique(parsed["cats"][:, k]) for k in range(3)]
     return {"vocabularies": [[v.decode() for v in col] for col in vocab], "maxima": maxima}
 
@@ -203,7 +204,7 @@ def _merge(stats) -> KDD99Encoding:
 
 
 @njit(cache=True)
-def _csr(numeric, factors, codes, cat_base, num_target, inv_max):
+def _csr(numeric, factors, codes, cat_base, num_target, maxima):
     """Rows in output column order: duration, the three one-hots, the other numerics.
 
     ``num_target[j]`` is the output column of numeric column ``j`` (-1: dropped), ``codes`` the
@@ -235,7 +236,7 @@ def _csr(numeric, factors, codes, cat_base, num_target, inv_max):
                     f += 1
                 if num_target[j] >= 0:
                     indices[pos] = num_target[j]
-                    data[pos] = np.log1p(v) * inv_max[j]
+                    data[pos] = np.log1p(v) / maxima[j]  # division: the maximum maps to exactly 1
                     pos += 1
         indptr[i + 1] = pos
     return data, indices, indptr
@@ -261,10 +262,9 @@ def _encode(parsed, copy, jitter, seed, part_index, encoding):
         codes[:, k] = np.where(words[at] == parsed["cats"][:, k], at, -1)
     num_target, cat_base = _layout(encoding)
     # Values above the maximum (data read with another data set's encoding) stay above 1.
-    with np.errstate(divide="ignore"):
-        inv_max = np.where(encoding.maxima > 0, 1.0 / encoding.maxima, 0.0)
-    data, indices, indptr = _csr(parsed["numeric"], _factors(parsed, copy, jitter, seed, part_index),
-                                 codes, cat_base, num_target, inv_max)
+    factors = _factors(parsed, copy, jitter, seed, part_index)
+    data, indices, indptr = _csr(parsed["numeric"], factors, codes, cat_base, num_target,
+                                 encoding.maxima)
     return sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, encoding.n_features))
 
 

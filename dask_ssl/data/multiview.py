@@ -31,7 +31,8 @@ def read_multiview(path):
     mat = scipy.io.loadmat(path)
     for key in ("X", "Y"):
         if key not in mat:
-            raise ValueError(f"{path}: no variable {key!r} (found {sorted(k for k in mat if not k.startswith('__'))})")
+            found = sorted(k for k in mat if not k.startswith("__"))
+            raise ValueError(f"{path}: no variable {key!r} (found {found})")
     cells = mat["X"].ravel()
     views = [sp.csr_matrix(v, dtype=np.float64) if sp.issparse(v)
              else np.ascontiguousarray(v, dtype=np.float64) for v in cells]

@@ -117,8 +117,8 @@ def stratified_split(y, *, n_labeled=None, labels_per_class=None, test_fraction=
     short = np.flatnonzero(wanted > n_train)
     if len(short):
         k = short[0]
-        raise ValueError(f"class {classes[k]!r} has {n_train[k]} training rows, fewer than the "
-                         f"{wanted[k]} labeled rows asked for")
+        raise ValueError(f"class {classes[k].item()!r} has {n_train[k]} training rows, fewer "
+                         f"than the {wanted[k]} labeled rows asked for")
     parts = [(m[:t], m[t:t + w], m[t + w:]) for m, t, w in zip(members, n_test, wanted)]
     test, labeled, unlabeled = (np.sort(np.concatenate([p[i] for p in parts])).astype(np.int64)
                                 for i in range(3))

@@ -31,7 +31,8 @@ from ._numbers import EXACT, INVALID, convert_flagged, parse_number
 _DEFAULT_BLOCK_BYTES = 64 * 2 ** 20
 _WINDOW = 2 ** 16  # bytes read at a time when moving a boundary to the next line start
 
-_OK, _BAD_LABEL, _BAD_TOKEN, _QID, _BAD_INDEX, _INDEX_ZERO, _UNSORTED, _BAD_VALUE, _TOO_LARGE = range(9)
+(_OK, _BAD_LABEL, _BAD_TOKEN, _QID, _BAD_INDEX, _INDEX_ZERO, _UNSORTED, _BAD_VALUE,
+ _TOO_LARGE) = range(9)
 
 _MESSAGES = {
     _BAD_LABEL: "label {token!r} is not a number",
@@ -47,24 +48,18 @@ _MESSAGES = {
 }
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _is_space(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
-
-
-@njit(cache=True)
-def _grow(a):
-    out = np.empty(2 * a.shape[0], a.dtype)
-    out[:a.shape[0]] = a
-    return out
 
 
 @njit(cache=True)
 def _parse(buf, max_rows, max_nnz, n_features):
     """Tokenize svmlight lines in ``buf``; ``n_features=0`` means no limit.
 
-    Values that :func:`parse_number` flags are recorded by position (``flag_pos``: the entry in
-    ``data``, or ``-1 - row`` for a label) and converted afterwards. Returns the arrays, their
+    Values that :func:`parse_number` flags are recorded in ``flags`` as triples (position,
+    that is the entry in ``data`` or ``-1 - row`` for a label; token start; token end) and
+    converted afterwards. Returns the arrays, their
     used lengths, the number of lines seen, the largest index, and an error triple
     (code, line, token span) with ``code == _OK`` when the text is valid.
     """
@@ -72,9 +67,7 @@ def _parse(buf, max_rows, max_nnz, n_features):
     indptr = np.zeros(max_rows + 1, np.int64)
     indices = np.empty(max_nnz, np.int32)
     data = np.empty(max_nnz)
-    flag_pos = np.empty(64, np.int64)
-    flag_s = np.empty(64, np.int64)
-    flag_e = np.empty(64, np.int64)
+    flags = np.empty(3 * 64, np.int64)
     n = buf.shape[0]
     row = nnz = n_flag = line = max_index = 0
     err = _OK
@@ -150,9 +143,13 @@ def _parse(buf, max_rows, max_nnz, n_features):
                 vs = c + 1
                 nnz += 1
             if status != EXACT:
-                if n_flag == flag_pos.shape[0]:
-                    flag_pos, flag_s, flag_e = _grow(flag_pos), _grow(flag_s), _grow(flag_e)
-                flag_pos[n_flag], flag_s[n_flag], flag_e[n_flag] = pos, vs, t
+                if 3 * n_flag == flags.shape[0]:
+                    # Grown by an explicit loop: a slice assignment costs seconds of compiling.
+                    bigger = np.empty(2 * flags.shape[0], np.int64)
+                    for k in range(flags.shape[0]):
+                        bigger[k] = flags[k]
+                    flags = bigger
+                flags[3 * n_flag], flags[3 * n_flag + 1], flags[3 * n_flag + 2] = pos, vs, t
                 n_flag += 1
         if err != _OK:
             break
@@ -162,8 +159,8 @@ def _parse(buf, max_rows, max_nnz, n_features):
         if q < n:
             line += 1
         p = q + 1
-    return (labels, indptr, indices, data, row, nnz, flag_pos[:n_flag], flag_s[:n_flag],
-            flag_e[:n_flag], line, max_index, err, err_s, err_e)
+    return (labels, indptr, indices, data, row, nnz, flags[:3 * n_flag].reshape(n_flag, 3).T,
+            line, max_index, err, err_s, err_e)
 
 
 def _parse_range(url, start, end, n_features, storage_options):
@@ -178,7 +175,7 @@ def _parse_range(url, start, end, n_features, storage_options):
         raw = f.read(end - start)
     buf = np.frombuffer(raw, dtype=np.uint8)
     max_rows = raw.count(b"\n") + 1
-    (labels, indptr, indices, data, n_rows, nnz, flag_pos, flag_s, flag_e, n_lines, max_index,
+    (labels, indptr, indices, data, n_rows, nnz, (flag_pos, flag_s, flag_e), n_lines, max_index,
      err, err_s, err_e) = _parse(buf, max_rows, max(raw.count(b":"), 1), n_features)
     if err != _OK:
         token = raw[err_s:err_e].decode("utf-8", "replace")

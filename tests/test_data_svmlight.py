@@ -1,0 +1,115 @@
+"""svmlight reader: agreement with scikit-learn, block splitting, line-numbered errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+from dask_ssl.data import read_svmlight
+
+N_ROWS, N_FEATURES = 3000, 200
+
+
+@pytest.fixture(scope="module")
+def svm_file(tmp_path_factory):
+    """A file sklearn wrote: labels in {-1, 0, +1} (0 = unlabeled), full-precision values over
+    ten decades, a header comment."""
+    rng = np.random.default_rng(0)
+    X = sp.random(N_ROWS, N_FEATURES, density=0.05, format="csr", random_state=1)
+    X.data = rng.normal(size=X.nnz) * 10.0 ** rng.integers(-5, 5, X.nnz)
+    y = rng.integers(-1, 2, N_ROWS).astype(float)
+    path = tmp_path_factory.mktemp("svm") / "data.svm"
+    dump_svmlight_file(X, y, str(path), zero_based=False, comment="made by the test")
+    return path, load_svmlight_file(str(path), zero_based=False)
+
+
+def _assert_same(X, y, X_ref, y_ref):
+    assert X.shape == X_ref.shape
+    assert (X != X_ref).nnz == 0
+    np.testing.assert_array_equal(y, y_ref)
+
+
+def test_local_read_and_given_width(svm_file):
+    path, (X_ref, y_ref) = svm_file
+    X, y = read_svmlight(path)
+    _assert_same(X, y, X_ref, y_ref)
+    X, _ = read_svmlight(path, n_features=N_FEATURES + 5)
+    assert X.shape == (N_ROWS, N_FEATURES + 5)
+
+
+@pytest.mark.parametrize("n_blocks", [1, 3, 7])
+def test_blocks_match_sklearn(client, svm_file, n_blocks):
+    path, (X_ref, y_ref) = svm_file
+    data = read_svmlight(path, client=client, n_blocks=n_blocks)
+    assert data.n_blocks == n_blocks and data.sparse
+    assert data.n_features == X_ref.shape[1] == N_FEATURES
+    X = sp.vstack(client.gather(data.blocks), format="csr")
+    _assert_same(X, data.gather_labels(), X_ref, y_ref)
+    assert set(np.unique(y_ref)) == {-1.0, 0.0, 1.0}  # unlabeled rows kept with label 0
+
+
+def test_several_files_keep_order(client, tmp_path):
+    X = sp.random(40, 10, density=0.3, format="csr", random_state=2)
+    y = np.arange(40, dtype=float) % 3 - 1
+    for k, (a, b) in enumerate([(0, 25), (25, 40)]):
+        dump_svmlight_file(X[a:b], y[a:b], str(tmp_path / f"part{k}.svm"), zero_based=False)
+    data = read_svmlight(str(tmp_path / "part*.svm"), client=client, n_features=10)
+    assert list(data.sizes) == [25, 15]
+    np.testing.assert_array_equal(data.gather_labels(), y)
+    assert abs(sp.vstack(client.gather(data.blocks)) - X).max() < 1e-15
+
+
+def test_comments_and_blank_lines(tmp_path):
+    path = tmp_path / "c.svm"
+    path.write_text("# header\n\n1 1:0.5 3:2 # trailing\n  \n0 2:1e-3\n-1\n")
+    X, y = read_svmlight(path)
+    np.testing.assert_array_equal(y, [1.0, 0.0, -1.0])
+    np.testing.assert_array_equal(X.toarray(), [[0.5, 0, 2], [0, 1e-3, 0], [0, 0, 0]])
+
+
+BAD_LINES = [
+    ("1 4:x", "value in '4:x' is not a number"),
+    ("1 4:1.5e", "value in '4:1.5e' is not a number"),
+    ("1 abc", "'abc' is not of the form <index>:<value>"),
+    ("1 0:1.0", "feature index 0"),
+    ("1 qid:3 2:1", "qid (query id) tokens are not supported"),
+    ("one 1:1", "label 'one' is not a number"),
+    ("1 3:1 2:1", "strictly increasing"),
+    ("1 -2:1", "not a positive integer"),
+]
+
+
+@pytest.mark.parametrize("bad, message", BAD_LINES)
+def test_malformed_line_names_file_and_line(tmp_path, bad, message):
+    lines = [f"{k % 2} {k % 7 + 1}:{k}.25 9:1" for k in range(400)]
+    lines[236] = bad  # line 237
+    path = tmp_path / "bad.svm"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"bad\.svm, line 237: ") as err:
+        read_svmlight(path)
+    assert message in str(err.value)
+
+
+def test_error_line_exact_across_blocks(client, tmp_path):
+    # The bad line sits in the last of 7 byte ranges: its number adds up the lines before it.
+    lines = [f"1 {k % 50 + 1}:1" for k in range(5000)]
+    lines[4876] = "1 2:1 qid:1"
+    path = tmp_path / "late.svm"
+    path.write_text("# comment line\n" + "\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"late\.svm, line 4878: token 'qid:1'"):
+        read_svmlight(path, client=client, n_blocks=7)
+
+
+def test_index_above_given_width_is_an_error(svm_file):
+    path, _ = svm_file
+    with pytest.raises(ValueError, match=r"data\.svm, line \d+: .*exceeds n_features=10"):
+        read_svmlight(path, n_features=10)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="no file matches"):
+        read_svmlight(tmp_path / "missing*.svm")
+    with pytest.raises(ValueError, match="n_blocks"):
+        read_svmlight(tmp_path / "x.svm", n_blocks=0)
