@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -59,6 +61,15 @@ def test_several_files_keep_order(client, tmp_path):
     assert list(data.sizes) == [25, 15]
     np.testing.assert_array_equal(data.gather_labels(), y)
     assert abs(sp.vstack(client.gather(data.blocks)) - X).max() < 1e-15
+
+
+def test_compressed_file_is_one_block(client, svm_file, tmp_path):
+    path, (X_ref, y_ref) = svm_file
+    packed = tmp_path / "data.svm.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    data = read_svmlight(packed, client=client, n_blocks=4)
+    assert data.n_blocks == 1
+    _assert_same(client.gather(data.blocks[0]), data.gather_labels(), X_ref, y_ref)
 
 
 def test_comments_and_blank_lines(tmp_path):

@@ -4,7 +4,8 @@ Encoding (as in the seeds' experiments): the three categorical columns (protocol
 flag) one-hot over their sorted vocabularies; every numeric column ``log1p`` then divided by its
 maximum over the data read, so values lie in [0, 1]; numeric columns that are zero everywhere
 are dropped; zeros are not stored. Columns keep the file's order, a categorical column expanding
-in place. The 10% file gives 118 columns... less its all-zero ones (see ``n_features``).
+in place. The 10% file gives 116 columns: 3 + 66 + 11 one-hot and 36 numeric (two numeric
+columns, num_outbound_cmds and is_host_login, are zero everywhere in it).
 
 gzip cannot be split by byte ranges, and decompressing the 10% file takes about 0.2 s, so one
 worker decompresses it once and cuts the text into line-aligned parts; the other workers parse
@@ -13,7 +14,8 @@ the driver merges them, then every part (and its replicas) is encoded where it l
 
 ``replicate=k`` builds the "kdd99-scale" data: each part produces ``k`` blocks on its worker,
 the first the part itself and the others copies whose non-zero numeric values are multiplied by
-``exp(N(0, jitter))`` from a seed per (part, copy). The maxima of the first pass already include
+``exp(jitter * z)``, ``z ~ N(0, 1)`` hashed from (seed, copy, row, column), so the copies do not
+depend on how the records were cut into parts. The maxima of the first pass already include
 the copies, so every column still lies in [0, 1].
 """
 
@@ -160,40 +162,54 @@ def _parse_part(part, url):
                       f"{_WIDTH} bytes",
                    3: f"field {field + 1}: {token!r} is not a non-negative decimal number"}[err]
         raise ValueError(f"{url}, line {first_line + row + 1}: {problem}")
-    return {"numeric": numeric, "cats": cats.view(f"S{_WIDTH}")[:, :, 0], "y": y}
-
-
-def _factors(parsed, copy, jitter, seed, part_index):
-    """Multiplicative noise for copy ``copy`` of a part: one factor per non-zero numeric value
-    in row-major order (an empty array for copy 0, the part itself)."""
-    if copy == 0:
-        return np.empty(0)
-    rng = np.random.default_rng([seed, part_index, copy])
-    return np.exp(rng.normal(0.0, jitter, np.count_nonzero(parsed["numeric"])))
+    return {"numeric": numeric, "cats": cats.view(f"S{_WIDTH}")[:, :, 0], "y": y,
+            "first_row": first_line}
 
 
 @njit(cache=True)
-def _column_max(numeric, factors):
+def _mix(x):
+    # splitmix64 finalizer; every constant is uint64 so numba keeps integer arithmetic.
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def _factor(jitter, seed, copy, row, col):
+    """``exp(jitter * z)``, ``z ~ N(0, 1)`` hashed from (seed, copy, row in the file, column).
+
+    A hash rather than a generator stream: the noise of a value then does not depend on how
+    the records were cut into parts, so every ``n_blocks`` (and ``client=None``) gives the
+    same copies. Copy 0 is the data itself.
+    """
+    if copy == 0:
+        return 1.0
+    key = np.uint64(((row * 64 + col) * 4096 + copy) * 2 + 1)
+    h1 = _mix(np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + key)
+    h2 = _mix(h1 + np.uint64(0x9E3779B97F4A7C15))
+    u1 = ((h1 >> np.uint64(11)) + np.uint64(1)) * 2.0 ** -53  # (0, 1]: log is finite
+    u2 = (h2 >> np.uint64(11)) * 2.0 ** -53
+    return np.exp(jitter * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
+
+
+@njit(cache=True)
+def _column_max(numeric, jitter, seed, copy, first_row):
     out = np.zeros(numeric.shape[1])
-    k = 0
     for i in range(numeric.shape[0]):
         for j in range(numeric.shape[1]):
             v = numeric[i, j]
             if v != 0:
-                if factors.shape[0]:
-                    v *= factors[k]
-                    k += 1
-                out[j] = max(out[j], v)
+                out[j] = max(out[j], v * _factor(jitter, seed, copy, first_row + i, j))
     # log1p here, not in NumPy: the same implementation as in _csr, so maxima map to exactly 1.
     return np.log1p(out)
 
 
-def _stats(parsed, replicate, jitter, seed, part_index):
+def _stats(parsed, replicate, jitter, seed):
     """First pass: the part's vocabularies and ``max log1p`` per numeric column over its copies."""
     maxima = np.zeros(len(NUMERIC))
     for copy in range(replicate):
-        factors = _factors(parsed, copy, jitter, seed, part_index)
-        maxima = np.maximum(maxima, _column_max(parsed["numeric"], factors))
+        maxima = np.maximum(maxima, _column_max(parsed["numeric"], jitter, seed, copy,
+                                                parsed["first_row"]))
     vocab = [np.unique(parsed["cats"][:, k]) for k in range(3)]
     return {"vocabularies": [[v.decode() for v in col] for col in vocab], "maxima": maxima}
 
@@ -204,7 +220,7 @@ def _merge(stats) -> KDD99Encoding:
 
 
 @njit(cache=True)
-def _csr(numeric, factors, codes, cat_base, num_target, maxima):
+def _csr(numeric, jitter, seed, copy, first_row, codes, cat_base, num_target, maxima):
     """Rows in output column order: duration, the three one-hots, the other numerics.
 
     ``num_target[j]`` is the output column of numeric column ``j`` (-1: dropped), ``codes`` the
@@ -220,7 +236,7 @@ def _csr(numeric, factors, codes, cat_base, num_target, maxima):
     indptr = np.zeros(n + 1, np.int64)
     indices = np.empty(nnz, np.int32)
     data = np.empty(nnz)
-    pos = f = 0
+    pos = 0
     for i in range(n):
         for j in range(m):
             if j == 1:
@@ -231,9 +247,7 @@ def _csr(numeric, factors, codes, cat_base, num_target, maxima):
                         pos += 1
             v = numeric[i, j]
             if v != 0:
-                if factors.shape[0]:
-                    v *= factors[f]
-                    f += 1
+                v *= _factor(jitter, seed, copy, first_row + i, j)
                 if num_target[j] >= 0:
                     indices[pos] = num_target[j]
                     data[pos] = np.log1p(v) / maxima[j]  # division: the maximum maps to exactly 1
@@ -253,7 +267,7 @@ def _layout(encoding):
     return num_target, cat_base.astype(np.int64)
 
 
-def _encode(parsed, copy, jitter, seed, part_index, encoding):
+def _encode(parsed, copy, jitter, seed, encoding):
     """Second pass: one CSR block (copy ``copy`` of the part) in the encoding's columns."""
     codes = np.empty((len(parsed["y"]), 3), np.int64)
     for k, vocab in enumerate(encoding.vocabularies):
@@ -262,9 +276,8 @@ def _encode(parsed, copy, jitter, seed, part_index, encoding):
         codes[:, k] = np.where(words[at] == parsed["cats"][:, k], at, -1)
     num_target, cat_base = _layout(encoding)
     # Values above the maximum (data read with another data set's encoding) stay above 1.
-    factors = _factors(parsed, copy, jitter, seed, part_index)
-    data, indices, indptr = _csr(parsed["numeric"], factors, codes, cat_base, num_target,
-                                 encoding.maxima)
+    data, indices, indptr = _csr(parsed["numeric"], jitter, seed, copy, parsed["first_row"],
+                                 codes, cat_base, num_target, encoding.maxima)
     return sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, encoding.n_features))
 
 
@@ -290,7 +303,7 @@ def read_kdd99(path, *, client=None, n_rows=None, replicate=1, jitter=0.01, seed
     jitter : float, default 0.01
         Standard deviation of the log of the multiplicative noise on numeric values of copies.
     seed : int, default 0
-        Seeds the jitter (with the part index and the copy number).
+        Seeds the jitter.
     n_blocks : int, optional
         Parts the records are cut into (default: one per worker thread); the result has
         ``n_blocks * replicate`` blocks. Ignored without a client.
@@ -326,8 +339,8 @@ def read_kdd99(path, *, client=None, n_rows=None, replicate=1, jitter=0.01, seed
     if client is None:
         (part,) = _decompress_split(url, 1, n_rows, storage_options)
         parsed = _parse_part(part, url)
-        enc = encoding or _merge([_stats(parsed, replicate, *args, 0)])
-        X = sp.vstack([_encode(parsed, r, *args, 0, enc) for r in range(replicate)], format="csr")
+        enc = encoding or _merge([_stats(parsed, replicate, *args)])
+        X = sp.vstack([_encode(parsed, r, *args, enc) for r in range(replicate)], format="csr")
         out = (X, np.tile(parsed["y"], replicate))
         return (*out, enc) if return_encoding else out
 
@@ -344,10 +357,10 @@ def read_kdd99(path, *, client=None, n_rows=None, replicate=1, jitter=0.01, seed
     sizes = [len(y) for y in client.gather(labels)]
     if encoding is None:
         encoding = _merge(client.gather([
-            client.submit(_stats, p, replicate, *args, i, workers=where[i], pure=False)
+            client.submit(_stats, p, replicate, *args, workers=where[i], pure=False)
             for i, p in enumerate(parsed)]))
     keep = [i for i in range(n_blocks) if sizes[i] > 0]
-    blocks = [client.submit(_encode, parsed[i], r, *args, i, encoding, workers=where[i],
+    blocks = [client.submit(_encode, parsed[i], r, *args, encoding, workers=where[i],
                             pure=False) for r in range(replicate) for i in keep]
     # Copies share their part's label vector: one future, no extra memory.
     data = RowBlocks(client, blocks, [sizes[i] for r in range(replicate) for i in keep],

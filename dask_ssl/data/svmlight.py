@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import fsspec
+from fsspec.utils import infer_compression
 import numpy as np
 import scipy.sparse as sp
 from numba import njit
@@ -164,15 +165,20 @@ def _parse(buf, max_rows, max_nnz, n_features):
 
 
 def _parse_range(url, start, end, n_features, storage_options):
-    """Parse bytes ``[start, end)`` of ``url`` (a whole number of lines).
+    """Parse bytes ``[start, end)`` of ``url`` (a whole number of lines); ``end=None``: the
+    whole file, decompressed if its name says it is compressed.
 
     Returns a dict: ``X`` (CSR, ``max_index`` columns), ``y``, ``n_lines`` (newlines in the
     range) and ``error`` (None, or ``(local line, message)``), so the driver can place the
     error at its line in the whole file.
     """
-    with fsspec.open(url, "rb", **storage_options) as f:
-        f.seek(start)
-        raw = f.read(end - start)
+    if end is None:
+        with fsspec.open(url, "rb", compression="infer", **storage_options) as f:
+            raw = f.read()
+    else:
+        with fsspec.open(url, "rb", **storage_options) as f:
+            f.seek(start)
+            raw = f.read(end - start)
     buf = np.frombuffer(raw, dtype=np.uint8)
     max_rows = raw.count(b"\n") + 1
     (labels, indptr, indices, data, n_rows, nnz, (flag_pos, flag_s, flag_e), n_lines, max_index,
@@ -238,10 +244,17 @@ def _next_line_start(f, pos, size):
 
 
 def _ranges(files, n_blocks, storage_options):
-    """Split the files into ``(url, start, end)`` ranges of whole lines, about ``n_blocks``."""
+    """Split the files into ``(url, start, end)`` ranges of whole lines, about ``n_blocks``.
+
+    A compressed file (``.gz``, ``.bz2``, ...) cannot be cut by byte offsets: it is one range,
+    ``(url, 0, None)``, decompressed by the worker that parses it.
+    """
     total = sum(size for _, size in files) or 1
     out = []
     for url, size in files:
+        if infer_compression(url) is not None:
+            out.append((url, 0, None))
+            continue
         k = max(1, round(n_blocks * size / total))
         with fsspec.open(url, "rb", **storage_options) as f:
             cuts = sorted({_next_line_start(f, size * i // k, size) for i in range(k)} | {size})
@@ -266,7 +279,8 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
     ----------
     paths : str, path-like or list of them
         Local paths or fsspec URLs; glob patterns are expanded (matches sorted). Rows keep the
-        order of the files, then of the lines.
+        order of the files, then of the lines. Compressed files (by name: ``.gz``, ``.bz2``,
+        ...) are read whole, one block each.
     client : distributed.Client or None
         Where to parse. ``None`` parses in this process and returns in-memory arrays.
     n_features : int, optional
@@ -300,7 +314,7 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
     files = _expand(paths, storage_options)
     limit = int(n_features or 0)
     if client is None:
-        ranges = [(url, 0, size) for url, size in files]
+        ranges = [(url, 0, None) for url, _ in files]
         parts = [_parse_range(*r, limit, storage_options) for r in ranges]
         _raise_first_error(ranges, parts)
         width = int(n_features or max(p["X"].shape[1] for p in parts))
