@@ -124,3 +124,6 @@ def test_bad_arguments(tmp_path):
         read_svmlight(tmp_path / "missing*.svm")
     with pytest.raises(ValueError, match="n_blocks"):
         read_svmlight(tmp_path / "x.svm", n_blocks=0)
+    (tmp_path / "empty.svm").write_text("# nothing but a comment\n\n")
+    with pytest.raises(ValueError, match=r"no data lines in .*empty\.svm"):
+        read_svmlight(tmp_path / "empty.svm")

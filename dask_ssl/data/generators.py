@@ -39,8 +39,8 @@ def _rows(make, start, stop, seed, params):
         lo, hi = max(start, c * CHUNK), min(stop, (c + 1) * CHUNK)
         X, y = make(_rng(seed, 1, c), CHUNK, **params)
         parts.append((X[lo - c * CHUNK:hi - c * CHUNK], y[lo - c * CHUNK:hi - c * CHUNK]))
-    X = sp.vstack([p[0] for p in parts], format="csr") if sp.issparse(parts[0][0]) else \
-        np.concatenate([p[0] for p in parts])
+    Xs = [p[0] for p in parts]
+    X = sp.vstack(Xs, format="csr") if sp.issparse(Xs[0]) else np.concatenate(Xs)
     return X, np.concatenate([p[1] for p in parts])
 
 

@@ -139,6 +139,7 @@ def _parse(buf, n_lines):
                 cats[row, field - 1, k] = buf[s + k]
         else:
             status, value = parse_number(buf, s, e)
+            # KDD values are short decimals: a long one, nan or inf is refused, not converted.
             if status == INVALID or status == FLAGGED or value < 0:
                 return numeric, cats, y, row, 3, field, s, e
             numeric[row, field if field == 0 else field - 3] = value
@@ -160,7 +161,8 @@ def _parse_part(part, url):
         problem = {1: f"expected {N_COLUMNS} comma-separated fields",
                    2: f"field {field + 1}: categorical value {token!r} is empty or longer than "
                       f"{_WIDTH} bytes",
-                   3: f"field {field + 1}: {token!r} is not a non-negative decimal number"}[err]
+                   3: f"field {field + 1}: {token!r} is not a non-negative decimal number with "
+                      "at most 15 significant digits"}[err]
         raise ValueError(f"{url}, line {first_line + row + 1}: {problem}")
     return {"numeric": numeric, "cats": cats.view(f"S{_WIDTH}")[:, :, 0], "y": y,
             "first_row": first_line}

@@ -186,7 +186,7 @@ def _parse_range(url, start, end, n_features, storage_options):
     if err != _OK:
         token = raw[err_s:err_e].decode("utf-8", "replace")
         return {"error": (n_lines, _MESSAGES[err].format(token=token, n_features=n_features)),
-                "n_lines": raw.count(b"\n")}
+                "n_lines": n_lines}
     values = convert_flagged(buf, flag_s, flag_e)
     in_data = flag_pos >= 0
     data[flag_pos[in_data]] = values[in_data]
@@ -197,9 +197,11 @@ def _parse_range(url, start, end, n_features, storage_options):
 
 
 def _meta(part):
-    return {k: part[k] for k in ("n_lines", "error")} | (
-        {"n_rows": part["X"].shape[0], "n_cols": part["X"].shape[1]} if part["error"] is None
-        else {})
+    """What the driver needs of a parsed range: small, unlike the range itself."""
+    meta = {"n_lines": part["n_lines"], "error": part["error"]}
+    if part["error"] is None:
+        meta["n_rows"], meta["n_cols"] = part["X"].shape
+    return meta
 
 
 def _block(part, n_features):
@@ -317,6 +319,8 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         ranges = [(url, 0, None) for url, _ in files]
         parts = [_parse_range(*r, limit, storage_options) for r in ranges]
         _raise_first_error(ranges, parts)
+        if not any(p["X"].shape[0] for p in parts):
+            raise ValueError(f"no data lines in {', '.join(url for url, _ in files)}")
         width = int(n_features or max(p["X"].shape[1] for p in parts))
         return (sp.vstack([_block(p, width) for p in parts], format="csr"),
                 np.concatenate([p["y"] for p in parts]))
