@@ -59,11 +59,14 @@ def _sweep_values(split: dict) -> list[tuple[str, object]]:
     return [(key, v) for v in (sorted(values) if isinstance(values, list) else [values])]
 
 
-def _estimator(doc: dict, client):
+def _estimator(doc: dict, run_dir: Path, client):
     from ..models import ESTIMATORS
 
-    est = doc["estimator"]
-    return ESTIMATORS[est["name"]](**est["params"], unlabeled=split_mod.UNLABELED, client=client)
+    params = dict(doc["estimator"]["params"])
+    if params.get("checkpoint"):
+        params["checkpoint"] = params["checkpoint"].replace("{run_dir}", str(run_dir))
+    return ESTIMATORS[doc["estimator"]["name"]](**params, unlabeled=split_mod.UNLABELED,
+                                                client=client)
 
 
 def _scores(est, blocks) -> np.ndarray:
@@ -126,26 +129,30 @@ class Run:
             est = self._fit(train, split.train_labels(), current, last=k == len(settings) - 1)
             with self.progress.phase("evaluate"):
                 train_scores = _scores(est, train)
-                unl = ~split.labeled[split.train]
+                y_train = split.y[split.train]
+                # Transductive error: unlabeled training rows whose true label is known.
+                hidden = ~split.labeled[split.train] & (y_train != split_mod.UNLABELED)
                 m = metrics_mod.evaluate(
                     est, _scores(est, test), split.y[split.test],
                     wanted=self.doc["evaluation"]["metrics"] + [self._metric()],
-                    unlabeled_scores=train_scores[unl], y_unlabeled=split.y[split.train][unl])
+                    unlabeled_scores=train_scores[hidden], y_unlabeled=y_train[hidden])
+            last = k == len(settings) - 1
             results.append({"setting": {key: value}, **split.counts(), "metrics": m,
-                            "estimator": est, "test": test, "y_test": split.y[split.test]})
+                            "estimator": est, "test": test if last else None,
+                            "y_test": split.y[split.test]})
         return results
 
     def _fit(self, train, y_train, current, *, last: bool):
         saved = self.run_dir / "model"
         if last and self.resume and "fit" in self.steps and saved.is_dir():
             return load_model(saved)
-        est = _estimator(self.doc, self.client)
+        est = _estimator(self.doc, self.run_dir, self.client)
         fit_kw = {}
         if self.warm_start and current is not None:
             fit_kw["coef_init"] = current.coef_with_bias()
         if "graph" in self.doc:
             fit_kw["graph"] = self._graph(train)
-        checkpoint = self.doc["estimator"]["params"].get("checkpoint")
+        checkpoint = getattr(est, "checkpoint", None)
         if self.resume and checkpoint and fsspec.core.url_to_fs(checkpoint)[0].exists(checkpoint):
             # An outer loop interrupted mid-way goes on from its last stage.
             fit_kw["resume"] = True

@@ -20,10 +20,13 @@ PARAM_SCHEMAS = {
     "pos_fraction": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1},
     "verbose": {"type": "boolean"},
     "T0": {"type": "number", "exclusiveMinimum": 0},
+    "anneal_factor": {"type": "number", "exclusiveMinimum": 1},
+    "epsilon": {"type": "number", "exclusiveMinimum": 0},
+    "max_stages": {"type": "integer", "minimum": 1},
     "fit_intercept": {"type": "boolean"},
     "solver": {"type": "string"},
     "n_blocks": {"type": "integer", "minimum": 1},
-    "checkpoint": {"type": "string"},
+    "checkpoint": {"type": ["string", "null"]},
 }
 
 #: Keyword arguments the runner owns: the cluster, and the marker of unlabeled rows it writes.

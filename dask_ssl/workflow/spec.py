@@ -206,6 +206,11 @@ def _semantic_problems(data: dict, estimators: dict) -> list:
     if "graph" in data and "graph" not in inspect.signature(cls.fit).parameters:
         problems.append((("graph",), f"estimator {est['name']} does not use a graph; remove "
                                      f"this section or choose a graph-based estimator"))
+    checkpoint = params.get("checkpoint")
+    if checkpoint and "{" in checkpoint and not (checkpoint.startswith("{run_dir}")
+                                                 and "{" not in checkpoint[9:]):
+        problems.append((("estimator", "params", "checkpoint"),
+                         "only a leading {run_dir} is filled in (the run's directory)"))
     path = data["data"].get("path")
     if path is not None:
         try:
@@ -242,6 +247,7 @@ def _with_defaults(data: dict) -> dict:
         doc["outputs"][key] = _absolute(doc["outputs"][key])
     if "path" in doc["data"]:
         doc["data"]["path"] = _absolute(doc["data"]["path"])
-    if doc["estimator"]["params"].get("checkpoint"):
-        doc["estimator"]["params"]["checkpoint"] = _absolute(doc["estimator"]["params"]["checkpoint"])
+    checkpoint = doc["estimator"]["params"].get("checkpoint")
+    if checkpoint and not checkpoint.startswith("{run_dir}"):
+        doc["estimator"]["params"]["checkpoint"] = _absolute(checkpoint)
     return doc
