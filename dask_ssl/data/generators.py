@@ -246,8 +246,10 @@ def _tf_idf(X, idf):
     """``(1 + log tf) * idf``, rows scaled to unit l2 norm (the ltc weighting of RCV1)."""
     X = X.copy()
     X.data = (1.0 + np.log(X.data)) * idf[X.indices]
-    norms = np.sqrt(np.add.reduceat(X.data ** 2, X.indptr[:-1])) if X.nnz else np.zeros(0)
-    norms[np.diff(X.indptr) == 0] = 1.0
+    # A word in every document has idf 0: drop it rather than store zeros.
+    X.eliminate_zeros()
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0  # a document of such words only stays an empty row
     X.data /= np.repeat(norms, np.diff(X.indptr))
     return X
 
