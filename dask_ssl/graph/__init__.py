@@ -1,0 +1,1 @@
+"""Neighbourhood graphs over row blocks: approximate kNN, edge weights, Laplacian operators."""

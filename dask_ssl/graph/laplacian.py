@@ -1,0 +1,215 @@
+"""Graph Laplacians ``L = D - W``, ``D^-1/2 L D^-1/2`` and their powers as operators on the workers.
+
+Row block ``b`` of ``L x`` needs ``x`` on block ``b``'s own rows and on its *halo*: the columns of
+``W_b`` outside ``b``. The halo index sets are computed once; a product then moves, for each pair
+of blocks, only the entries one needs from the other (a small task on the source's worker picks
+them, the destination's task assembles ``[x_b; halo]`` and multiplies). The matrices and the
+vectors stay in the worker processes (:mod:`dask_ssl.linalg.workerstate`); if a worker is
+replaced its state is gone and the next product raises :class:`StateLost`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+from ..linalg import workerstate
+from .weights import Graph
+
+
+def _setup(i, W, offset, offsets, token):
+    n_b = W.shape[0]
+    cols = W.indices.astype(np.int64)
+    own = (cols >= offset) & (cols < offset + n_b)
+    halo = np.unique(cols[~own])
+    local = np.where(own, cols - offset, n_b + np.searchsorted(halo, cols))
+    Wl = sp.csr_matrix((W.data, local, W.indptr), shape=(n_b, n_b + halo.size))
+    src = np.searchsorted(offsets, halo, side="right") - 1
+    # halo is sorted, so its entries are grouped by source block in ascending order: pieces
+    # stacked by ascending source line up with Wl's halo columns.
+    sources = [int(c) for c in np.unique(src)]
+    workerstate.put(token, i, {"W": Wl, "deg": np.asarray(W.sum(axis=1)).ravel(),
+                               "sources": sources, "send": {}})
+    return {c: halo[src == c] - offsets[c] for c in sources}
+
+
+def _set_send(i, W, send, token):
+    workerstate.get(token, i)["send"] = send
+
+
+def _finish_setup(i, token, vec_token, normalized, *deps):
+    st = workerstate.get(token, i)
+    if normalized:
+        full = workerstate.get(vec_token, i)["deg:out"][:, 0]
+        inv = np.zeros_like(full)
+        np.divide(1.0, np.sqrt(full), out=inv, where=full > 0)
+        n_b = st["deg"].size
+        st["A"] = sp.csr_matrix(sp.diags(inv[:n_b]) @ st["W"] @ sp.diags(inv))
+        # scipy's normed Laplacian leaves isolated rows at zero (not 1 on the diagonal).
+        st["d"] = (st["deg"] > 0).astype(np.float64)
+    else:
+        st["A"], st["d"] = st["W"], st["deg"]
+    del st["W"]
+
+
+def _send(c, token, vec_token, slot, dest, *deps):
+    return workerstate.get(vec_token, c)[slot][workerstate.get(token, c)["send"][dest]]
+
+
+def _gather_halo(i, vec_token, src, pieces):
+    x = workerstate.get(vec_token, i)[src]
+    return x, (np.vstack([x, *pieces]) if pieces else x)
+
+
+def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):
+    st = workerstate.get(token, i)
+    x, v = _gather_halo(i, vec_token, src, pieces)
+    workerstate.get(vec_token, i)[dst] = st["d"][:, None] * x - st["A"] @ v
+    # A follow-up step runs in the same task: one scheduling level less per product.
+    return then[0](i, vec_token, *then[1]) if then is not None else None
+
+
+def _stack_halo(i, token, vec_token, src, dst, pieces, *deps):
+    workerstate.get(vec_token, i)[dst] = _gather_halo(i, vec_token, src, pieces)[1]
+
+
+def _put(i, W, value, vec_token, slot):
+    workerstate.get(vec_token, i)[slot] = np.asarray(value, dtype=np.float64).reshape(
+        W.shape[0], -1)
+
+
+def _new_store(i, W, vec_token):
+    workerstate.put(vec_token, i, {})
+
+
+def _get(i, W, vec_token, slot, *deps):
+    return workerstate.get(vec_token, i)[slot]
+
+
+def _drop(token):
+    return workerstate.drop(token)
+
+
+class LaplacianOperator:
+    """``M = L^p`` of a :class:`Graph`, applied to ``n x c`` blocks of vectors on the workers.
+
+    Parameters
+    ----------
+    graph : Graph
+    normalized : bool
+        ``D^-1/2 (D - W) D^-1/2`` (the seeds' experiments) instead of ``D - W``.
+    p : int
+        Power of ``L`` (the seeds' iterated Laplacian ``M = L^p``).
+
+    Attributes
+    ----------
+    halo_sizes : ndarray
+        Halo entries each block receives per vector column and power step.
+    """
+
+    def __init__(self, graph: Graph, *, normalized: bool = True, p: int = 1):
+        if not isinstance(p, (int, np.integer)) or p < 1:
+            raise ValueError(f"the Laplacian power p must be a positive integer, got {p!r}")
+        self.graph, self.normalized, self.p = graph, bool(normalized), int(p)
+        self.W = W = graph.W
+        self.client, self.owners = W.client, W.owners()
+        self.token = "lap-" + uuid.uuid4().hex[:12]
+        offsets = W.offsets
+        needs = W.map(_setup, self.token, per_block=[(int(o), offsets) for o in offsets[:-1]])
+        # needs[b][c]: rows of block c that block b's halo holds; block c sends them to b.
+        self.sources = [sorted(needs[b]) for b in range(W.n_blocks)]
+        self.halo_sizes = np.array([sum(len(v) for v in nb.values()) for nb in needs])
+        W.map(_set_send, self.token, per_block=[({b: needs[b][c] for b in range(W.n_blocks)
+                                                   if c in needs[b]},)
+                                                  for c in range(W.n_blocks)])
+        store = self.new_store()
+        deg_futs = [self.client.submit(_deg_into, b, self.token, store, workers=[self.owners[b]],
+                                       allow_other_workers=True, pure=False)
+                    for b in range(W.n_blocks)]
+        stacked = self.exchange(store, "deg", "deg:out", deg_futs, _stack_halo)
+        fin = [self.client.submit(_finish_setup, b, self.token, store, self.normalized,
+                                  stacked[b], workers=[self.owners[b]],
+                                  allow_other_workers=True, pure=False)
+               for b in range(W.n_blocks)]
+        self.client.gather(fin)
+        self.release(store)
+
+    # worker-side vector stores -------------------------------------------------------------
+    def new_store(self) -> str:
+        """A fresh per-block dictionary of vectors on the workers; returns its token."""
+        token = "vec-" + uuid.uuid4().hex[:12]
+        self.W.map(_new_store, token)
+        return token
+
+    def release(self, token: str) -> None:
+        """Forget a vector store (or the operator's own state) on every worker."""
+        self.client.run(_drop, token)
+
+    def scatter(self, store: str, slot: str, X) -> list:
+        """Send row blocks of an ``n x c`` array into ``slot`` of ``store``; returns the tasks."""
+        X = np.asarray(X, dtype=np.float64)
+        return self.W.submit(_put, store, slot,
+                             per_block=[(X[s],) for s in self.W.block_slices()])
+
+    def gather(self, store: str, slot: str, deps=()) -> np.ndarray:
+        """``slot`` of ``store`` from all blocks, stacked (n x c)."""
+        parts = self.W.map(_get, store, slot, *deps)
+        return np.vstack(parts)
+
+    # products ----------------------------------------------------------------------------
+    def exchange(self, store, src, dst, deps, fn=_apply_laplacian, **kwargs):
+        """One halo exchange: ``fn`` on each block with its halo of ``src``; returns futures."""
+        client, owners = self.client, self.owners
+        outs, sends = [], {}
+        for b, sources in enumerate(self.sources):
+            for c in sources:
+                sends[c, b] = client.submit(_send, c, self.token, store, src, b, deps[c],
+                                            workers=[owners[c]], allow_other_workers=True,
+                                            pure=False)
+        for b, sources in enumerate(self.sources):
+            outs.append(client.submit(fn, b, self.token, store, src, dst,
+                                      [sends[c, b] for c in sources], deps[b], **kwargs,
+                                      workers=[owners[b]], allow_other_workers=True, pure=False))
+        return outs
+
+    def apply(self, store: str, src: str, dst: str, deps, then=None) -> list:
+        """``dst = M src`` in ``store`` (``p`` halo exchanges); returns per-block futures.
+
+        ``then = (fn, args)`` runs ``fn(block, store, *args)`` on each block right after its
+        last product step, in the same task; the futures then hold its results.
+        """
+        slot = src
+        for step in range(self.p):
+            last = step == self.p - 1
+            out = dst if last else f"{dst}:{step}"
+            deps = self.exchange(store, slot, out, deps, then=then if last else None)
+            slot = out
+        return deps
+
+    def matmat(self, X) -> np.ndarray:
+        """``M X`` for an in-memory ``n x c`` (or length-n) array, through the workers."""
+        X = np.asarray(X, dtype=np.float64)
+        store = self.new_store()
+        try:
+            deps = self.scatter(store, "x", X.reshape(X.shape[0], -1))
+            out = self.gather(store, "y", self.apply(store, "x", "y", deps))
+        finally:
+            self.release(store)
+        return out.reshape(X.shape)
+
+    def bytes_per_product(self, n_cols: int = 1) -> tuple[int, int]:
+        """``(halo, broadcast)``: bytes moved between blocks by one product with ``n_cols``
+        float64 columns, and what sending every block the rest of the vector would move."""
+        halo = int(self.halo_sizes.sum()) * n_cols * 8 * self.p
+        sizes = self.W.sizes
+        broadcast = int((self.W.n_rows - sizes).sum()) * n_cols * 8 * self.p
+        return halo, broadcast
+
+    def close(self) -> None:
+        """Free the operator's matrices on the workers."""
+        self.release(self.token)
+
+
+def _deg_into(i, token, store):
+    workerstate.get(store, i)["deg"] = workerstate.get(token, i)["deg"][:, None]

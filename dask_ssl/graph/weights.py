@@ -1,0 +1,169 @@
+"""Edge weights on kNN lists, and the symmetric weight matrix ``W`` as row blocks on the workers.
+
+A kNN relation is directed; ``W`` must be symmetric. Block ``b`` holds rows ``b`` of ``W``, so the
+reversed edges ``(j, i)`` of its lists belong to the blocks holding ``j``: each block splits its
+reversed edges by destination, each piece travels once to its destination's worker, and each
+block combines its own rows with what it received (``max``, ``mean`` or ``mutual``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from distributed import wait
+
+from ..linalg.rowblocks import RowBlocks
+from .knn import Neighbors, build_knn
+
+WEIGHTS = ("binary", "heat", "cosine")
+SYMMETRIZE = ("max", "mean", "mutual")
+
+
+@dataclass
+class Graph:
+    """A symmetric weighted kNN graph with zero diagonal, its rows held per block on the workers.
+
+    Attributes
+    ----------
+    neighbors : Neighbors
+        The kNN lists the graph came from (and the indexes for new points).
+    W : RowBlocks
+        ``n_b x n`` CSR row blocks of ``W`` (global column numbers), partitioned like the data.
+    weights : str
+    t : float or None
+        Heat-kernel width used (``exp(-d^2 / 4t)``).
+    symmetrize : str
+    """
+
+    neighbors: Neighbors
+    W: RowBlocks
+    weights: str
+    t: float | None
+    symmetrize: str
+
+    @property
+    def n_rows(self) -> int:
+        return self.W.n_rows
+
+    def to_scipy(self) -> sp.csr_matrix:
+        """All of ``W`` on the driver (small graphs, tests)."""
+        return sp.vstack(self.W.client.gather(self.W.blocks), format="csr")
+
+
+def check_graph_params(weights: str, symmetrize: str, t, metric: str) -> None:
+    """Raise ``ValueError`` for weight options that do not fit together."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
+    if symmetrize not in SYMMETRIZE:
+        raise ValueError(f"symmetrize must be one of {SYMMETRIZE}, got {symmetrize!r}")
+    if weights == "cosine" and metric != "cosine":
+        raise ValueError("weights='cosine' needs metric='cosine' (the weight is 1 - distance)")
+    if t is not None and not t > 0:
+        raise ValueError(f"the heat-kernel width t must be positive, got {t!r}")
+
+
+def edge_weights(dist: np.ndarray, weights: str, t: float | None) -> np.ndarray:
+    """Weights of edges of length ``dist``: 1, ``exp(-d^2/4t)``, or cosine similarity ``1 - d``."""
+    dist = np.asarray(dist, dtype=np.float64)
+    if weights == "binary":
+        return np.ones_like(dist)
+    if weights == "heat":
+        return np.exp(-dist * dist / (4.0 * t))
+    return np.clip(1.0 - dist, 0.0, None)
+
+
+def _length_sums(i, X, part):
+    d = part[1][np.isfinite(part[1])]
+    return float(d.sum(dtype=np.float64)), d.size
+
+
+def default_heat_width(neigh: Neighbors) -> float:
+    """``t`` with ``4t = (mean edge length)^2``: an edge of average length weighs ``1/e``."""
+    sums = neigh.data.map(_length_sums, per_block=[(p,) for p in neigh.parts])
+    total, count = map(sum, zip(*sums))
+    mean = total / max(count, 1)
+    # All-duplicate data has no length scale; any positive t gives every edge weight 1.
+    return mean * mean / 4.0 if mean > 0 else 1.0
+
+
+def _directed(i, X, part, offset, offsets, n, weights, t):
+    ind, dist = part
+    valid = ind >= 0
+    rows = np.repeat(np.arange(ind.shape[0], dtype=np.int64), ind.shape[1])[valid.ravel()]
+    cols, w = ind[valid], edge_weights(dist[valid], weights, t)
+    own = sp.csr_matrix((w, (rows, cols)), shape=(ind.shape[0], n))
+    dest = np.searchsorted(offsets, cols, side="right") - 1
+    pieces = [(cols[dest == c] - offsets[c], rows[dest == c] + offset, w[dest == c])
+              for c in range(len(offsets) - 1)]
+    return own, pieces
+
+
+def _piece(directed, c):
+    return directed[1][c]
+
+
+def _symmetric(i, X, directed, n, mode, *pieces):
+    own = directed[0]
+    r, c, w = (np.concatenate(a) for a in zip(*pieces))
+    rev = sp.csr_matrix((w, (r, c)), shape=own.shape)
+    if mode == "max":
+        W = own.maximum(rev)
+    elif mode == "mean":
+        W = (own + rev) * 0.5
+    else:
+        W = own.minimum(rev)
+    W = sp.csr_matrix(W)
+    W.eliminate_zeros()
+    W.sort_indices()
+    return W
+
+
+def build_graph(neigh: Neighbors, *, weights: str = "heat", t: float | None = None,
+                symmetrize: str = "max") -> Graph:
+    """The symmetric weighted graph of kNN lists.
+
+    Parameters
+    ----------
+    neigh : Neighbors
+    weights : {"heat", "binary", "cosine"}
+        Edge weight: ``exp(-d^2 / 4t)`` (the seeds' heat kernel), 1, or ``1 - d`` for cosine
+        distance ``d``.
+    t : float, optional
+        Heat-kernel width; default from the mean edge length (see :func:`default_heat_width`).
+    symmetrize : {"max", "mean", "mutual"}
+        ``max(W, W^T)`` (an edge if either end lists the other), ``(W + W^T)/2``, or only
+        edges both ends list.
+    """
+    check_graph_params(weights, symmetrize, t, neigh.metric)
+    data = neigh.data
+    if weights == "heat" and t is None:
+        t = default_heat_width(neigh)
+    client, owners, offsets, n = data.client, data.owners(), data.offsets, data.n_rows
+    B = data.n_blocks
+    directed = data.submit(_directed, offsets, n, weights, t,
+                           per_block=[(neigh.parts[b], int(offsets[b])) for b in range(B)])
+    # One small task per (source, destination) on the source's worker, so that each
+    # destination fetches only the edges meant for it.
+    pieces = [[client.submit(_piece, directed[src], dst, workers=[owners[src]],
+                             allow_other_workers=True, pure=False) for src in range(B)]
+              for dst in range(B)]
+    blocks = [client.submit(_symmetric, b, data.blocks[b], directed[b], n, symmetrize,
+                            *pieces[b], workers=[owners[b]], allow_other_workers=True,
+                            pure=False) for b in range(B)]
+    wait(blocks)
+    for f in blocks:
+        if f.status == "error":
+            f.result()
+    W = RowBlocks(client, blocks, data.sizes.copy(), n, True)
+    return Graph(neigh, W, weights, t, symmetrize)
+
+
+def knn_graph(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidean",
+              weights: str = "heat", t: float | None = None, symmetrize: str = "max",
+              random_state=None, **knn_options) -> Graph:
+    """:func:`build_knn` then :func:`build_graph`; ``knn_options`` go to :func:`build_knn`."""
+    check_graph_params(weights, symmetrize, t, metric)
+    neigh = build_knn(data, n_neighbors, metric=metric, random_state=random_state, **knn_options)
+    return build_graph(neigh, weights=weights, t=t, symmetrize=symmetrize)
