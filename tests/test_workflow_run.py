@@ -101,3 +101,20 @@ def test_failed_run_is_resumed_without_fitting_again(client, tmp_path, capsys):
     assert len((run_dir / "predictions-all.txt").read_text().splitlines()) == 600
     assert main(["resume", str(run_dir)]) == 0
     assert "already finished" in capsys.readouterr().out
+
+
+def test_status_flags_a_silent_runner(tmp_path, capsys):
+    wf = load_workflow(ROOT / "workflows" / "supervised.yaml",
+                       [f"outputs.runs={tmp_path / 'runs'}"])
+    run_dir = new_run(wf.doc)
+    state = json.loads((run_dir / "state.json").read_text())
+    assert state["status"] == "queued"
+    assert main(["status", str(run_dir)]) == 0
+    assert "may have died" not in capsys.readouterr().out
+    state.update(status="running", phase="fit", detail="12.0 s",
+                 updated="2020-01-01T00:00:00+00:00")
+    (run_dir / "state.json").write_text(json.dumps(state))
+    assert main(["status", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "phase: fit 12.0 s" in out
+    assert f"the runner may have died (resume with: dask-ssl resume {run_dir})" in out

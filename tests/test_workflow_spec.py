@@ -135,3 +135,5 @@ def test_cli_refuses_a_broken_workflow_before_any_work(tmp_path, capsys, monkeyp
     assert f"{path}:11: estimator.params.gamma: 0 is not > 0" in err
     assert "LocalCluster" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]
+    assert main(["run", str(ROOT / "workflows" / "quickstart.yaml"), "--detach"]) == 2
+    assert "--detach needs --scheduler" in capsys.readouterr().err

@@ -65,7 +65,8 @@ def _submit(client, doc: dict, run_dir: Path, *, warm_start=False, resume=False)
     from .state import RunState
 
     fut = client.submit(detached_task, doc, str(run_dir), warm_start, resume, pure=False,
-                        key=f"dask-ssl-run-{run_dir.name}")
+                        key=f"dask-ssl-{'resume' if resume else 'run'}-{run_dir.name}-"
+                            f"{time.time_ns()}")
     fire_and_forget(fut)
     state = RunState(run_dir)
     deadline = time.monotonic() + DETACH_WAIT
@@ -77,9 +78,15 @@ def _submit(client, doc: dict, run_dir: Path, *, warm_start=False, resume=False)
     print(run_dir)
 
 
+def _check_detach(args) -> None:
+    if args.detach_run and args.scheduler is None:
+        raise ValueError("--detach needs --scheduler: a LocalCluster ends with this process")
+
+
 def cmd_run(args) -> int:
     from .runner import new_run, run_workflow
 
+    _check_detach(args)
     wf = load_workflow(args.workflow, args.set)
     with _connected(args) as client:
         run_dir = new_run(wf.doc, date=args.date)
@@ -102,6 +109,7 @@ def cmd_resume(args) -> int:
         return resume_fit(target, args)
     if not (target / "state.json").is_file():
         raise ValueError(f"{target} is neither a run directory nor a 'dask-ssl fit' checkpoint")
+    _check_detach(args)
     run_dir = target.resolve()
     doc, state = read_run(run_dir)
     if state["status"] == "finished":
@@ -120,11 +128,12 @@ def cmd_resume(args) -> int:
 
 
 # status ------------------------------------------------------------------------------------
-def _age(stamp: str | None) -> str:
-    if not stamp:
-        return "?"
-    seconds = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(stamp)).total_seconds()
-    return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
+#: A running run rewrites its state every few seconds; silence this long suggests it died.
+STALE_SECONDS = 120
+
+
+def _seconds_since(stamp: str) -> float:
+    return (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(stamp)).total_seconds()
 
 
 def _show_state(run_dir: Path, state: dict) -> None:
@@ -133,7 +142,11 @@ def _show_state(run_dir: Path, state: dict) -> None:
     print(f"  directory: {run_dir}")
     if state["status"] in ("queued", "running"):
         print(f"  phase: {state.get('phase') or '-'} {state.get('detail') or ''}".rstrip())
-        print(f"  last update: {_age(state.get('updated'))}")
+        age = _seconds_since(state["updated"])
+        print(f"  last update: {age:.0f} s ago")
+        if state["status"] == "running" and age > STALE_SECONDS:
+            print(f"  no news for {age / 60:.0f} min: the runner may have died "
+                  f"(resume with: dask-ssl resume {run_dir})")
     if state.get("steps"):
         print(f"  steps done: {', '.join(state['steps'])}")
     result = state.get("result")
