@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from dask_ssl.data import DATASETS, KDD99Encoding, read_kdd99, read_multiview
+from dask_ssl.data.kdd99 import COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,8 @@ def test_full_file_shape_and_statistics(kdd):
     # 38 numeric columns less 2 all-zero ones, 3 + 66 + 11 one-hot columns.
     assert [len(v) for v in encoding.vocabularies] == [3, 66, 11]
     assert len(encoding.kept) == 36 and len(encoding.feature_names) == 116
+    dropped = set(COLUMNS) - {name.split("=")[0] for name in encoding.feature_names}
+    assert dropped == {"num_outbound_cmds", "is_host_login"}  # zero in every record
     assert X.nnz / X.shape[0] == pytest.approx(12.51, abs=0.01)
     y = data.gather_labels()
     assert set(np.unique(y)) == {-1.0, 1.0}

@@ -32,7 +32,19 @@ from numba import njit
 from ..linalg.rowblocks import RowBlocks
 from ._numbers import FLAGGED, INVALID, parse_number
 
-N_COLUMNS = 42  # 41 features and the connection type
+#: The 41 feature columns, in file order (the 42nd column is the connection type).
+COLUMNS = (
+    "duration", "protocol_type", "service", "flag", "src_bytes", "dst_bytes", "land",
+    "wrong_fragment", "urgent", "hot", "num_failed_logins", "logged_in", "num_compromised",
+    "root_shell", "su_attempted", "num_root", "num_file_creations", "num_shells",
+    "num_access_files", "num_outbound_cmds", "is_host_login", "is_guest_login", "count",
+    "srv_count", "serror_rate", "srv_serror_rate", "rerror_rate", "srv_rerror_rate",
+    "same_srv_rate", "diff_srv_rate", "srv_diff_host_rate", "dst_host_count",
+    "dst_host_srv_count", "dst_host_same_srv_rate", "dst_host_diff_srv_rate",
+    "dst_host_same_src_port_rate", "dst_host_srv_diff_host_rate", "dst_host_serror_rate",
+    "dst_host_srv_serror_rate", "dst_host_rerror_rate", "dst_host_srv_rerror_rate",
+)
+N_COLUMNS = len(COLUMNS) + 1
 CATEGORICAL = (1, 2, 3)
 NUMERIC = tuple(c for c in range(41) if c not in CATEGORICAL)
 _WIDTH = 32  # longest categorical value kept, bytes
@@ -66,14 +78,14 @@ class KDD99Encoding:
 
     @property
     def feature_names(self) -> list[str]:
-        names = {1: "protocol_type", 2: "service", 3: "flag"}
+        """Column names: ``src_bytes``, ``service=http``, ..."""
         kept = set(NUMERIC[k] for k in self.kept)
         out = []
-        for col in range(41):
-            if col in names:
-                out += [f"{names[col]}={v}" for v in self.vocabularies[col - 1]]
+        for col, name in enumerate(COLUMNS):
+            if col in CATEGORICAL:
+                out += [f"{name}={v}" for v in self.vocabularies[col - 1]]
             elif col in kept:
-                out.append(f"x{col}")
+                out.append(name)
         return out
 
     def to_dict(self) -> dict:
