@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__
 
-ALGORITHMS = {"rls": "RLS", "svm": "L2SVM"}
+ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM"}
+#: Flags of ``fit`` that become estimator parameters, where the estimator has them.
+ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoint")
 
 
 class CLIError(Exception):
@@ -58,18 +62,36 @@ def read_data(path: str, fmt: str, client, n_features=None):
 
 
 def make_estimator(args):
+    """The estimator the flags describe, its parameters checked before any data is read."""
     from . import models
 
-    name = ALGORITHMS[args.algorithm]
-    params = {"gamma": args.gamma, "unlabeled": 0}
-    for flag, param in (("gamma_u", "gamma_u"), ("pos_fraction", "pos_fraction"),
-                        ("max_switches", "max_switches")):
+    cls = getattr(models, ALGORITHMS[args.algorithm])
+    accepted = cls().get_params()
+    params = {"unlabeled": 0}
+    for flag in ESTIMATOR_FLAGS:
         value = getattr(args, flag, None)
-        if value is not None:
-            params[param] = value
-    est = getattr(models, name)(**params)
+        if value is None:
+            continue
+        if flag not in accepted:
+            raise CLIError(f"--{flag.replace('_', '-')} does not apply to --algorithm {args.algorithm}")
+        params[flag] = value
+    if "verbose" in accepted:
+        params["verbose"] = sys.stderr.isatty() or args.verbose
+    est = cls(**params)
     est._check_params()
     return est
+
+
+def hide_labels(blocks, n_labeled: int, seed: int) -> np.ndarray:
+    """Training labels with all but a stratified ``n_labeled`` of them set to 0 (unlabeled)."""
+    from .data.splits import stratified_split
+
+    y = blocks.gather_labels()
+    known = np.flatnonzero(y != 0)
+    split = stratified_split(y[known], n_labeled=n_labeled, seed=seed)
+    out = np.zeros_like(y)
+    out[known[split.labeled]] = y[known[split.labeled]]
+    return out
 
 
 def write_outputs(path: str, scores) -> None:
@@ -80,25 +102,91 @@ def write_outputs(path: str, scores) -> None:
     tmp.replace(path)
 
 
-def cmd_fit(args) -> int:
+JOB_FILE = "job.json"
+
+
+def cmd_fit(args, *, resume: bool = False) -> int:
+    """Train, save the model directory, write outputs. With ``--checkpoint`` the invocation is
+    recorded beside the stage checkpoints so that ``dask-ssl resume DIR`` can finish it."""
     from .models.artifact import save_model
 
     est = make_estimator(args)
+    if args.checkpoint and not resume:
+        ckpt = Path(args.checkpoint)
+        ckpt.mkdir(parents=True, exist_ok=True)
+        (ckpt / JOB_FILE).write_text(json.dumps(job_arguments(args), indent=2))
     client = connect(args)
     est.client = client
     blocks, _ = read_data(args.data, args.format, client)
-    est.fit(blocks)
+    y = hide_labels(blocks, args.labeled, args.seed) if args.labeled else blocks.gather_labels()
+    est.fit(blocks, y, resume=resume)
     est.client = None
-    labeled = blocks.gather_labels()
-    mask = labeled != 0
+    mask = y != 0
     scores = est.decision_function(blocks)
-    metrics = {"train_error_labeled": float(np.mean(est._labels_from_scores(scores[mask])
-                                                     != labeled[mask]))}
-    save_model(est, args.model_out, metrics=metrics, extra={"data": str(args.data)})
+    truth = blocks.gather_labels()
+    predicted = est._labels_from_scores(scores)
+    metrics = {"train_error_labeled": float(np.mean(predicted[mask] != truth[mask]))}
+    if (~mask & (truth != 0)).any():
+        hidden = ~mask & (truth != 0)
+        metrics["error_unlabeled"] = float(np.mean(predicted[hidden] != truth[hidden]))
+    save_model(est, args.model_out, metrics=metrics, extra={
+        "data": str(args.data), "round_trips": int(blocks.round_trips)})
     if args.outputs:
         write_outputs(args.outputs, scores)
-    print(f"dask-ssl: {type(est).__name__} objective {est.objective_:.10g} in "
-          f"{est.fit_seconds_:.2f} s ({est.n_iter_} iterations); model in {args.model_out}")
+    objective = est.objective_
+    text = f"{objective:.10g}" if np.ndim(objective) == 0 else str(np.round(objective, 10))
+    print(f"dask-ssl: {type(est).__name__} objective {text} in {est.fit_seconds_:.2f} s; "
+          f"{', '.join(f'{k} {v:.4%}' for k, v in metrics.items())}; model in {args.model_out}")
+    return 0
+
+
+def job_arguments(args) -> dict:
+    """The ``fit`` flags as JSON (paths absolute, so a resume from elsewhere finds them)."""
+    out = {k: v for k, v in vars(args).items() if k not in ("func", "detach")}
+    for key in ("data", "model_out", "outputs", "checkpoint"):
+        if out.get(key) and "://" not in out[key]:
+            out[key] = str(Path(out[key]).resolve())
+    return out
+
+
+def is_fit_checkpoint(target) -> bool:
+    return (Path(target) / JOB_FILE).is_file()
+
+
+def resume_fit(target, args) -> int:
+    """``dask-ssl resume CHECKPOINT``: finish an interrupted ``fit`` from its checkpoint."""
+    job = Path(target) / JOB_FILE
+    saved = argparse.Namespace(**json.loads(job.read_text()))
+    saved.scheduler = args.scheduler or saved.scheduler
+    saved.workers = args.workers if args.workers is not None else saved.workers
+    saved.verbose = args.verbose or saved.verbose
+    return cmd_fit(saved, resume=True)
+
+
+def run_detached(argv: list[str]) -> int:
+    """Body of a detached ``fit``: runs on a worker, off the worker's thread pool."""
+    from distributed import secede
+
+    secede()
+    return main(argv)
+
+
+def cmd_detach(args, argv: list[str]) -> int:
+    from distributed import fire_and_forget
+
+    if args.scheduler is None:
+        raise CLIError("--detach needs --scheduler: a LocalCluster ends with this process")
+    job = job_arguments(args)
+    forwarded = ["fit"] + [a for a in argv if a not in ("fit", "--detach")]
+    for key in ("data", "model_out", "outputs", "checkpoint"):
+        flag = "--" + key.replace("_", "-")
+        if job.get(key) and flag in forwarded:
+            forwarded[forwarded.index(flag) + 1] = job[key]
+    client = connect(args)
+    future = client.submit(run_detached, forwarded, pure=False, key=f"dask-ssl-fit-{time.time_ns()}")
+    fire_and_forget(future)
+    print(f"dask-ssl: submitted {future.key} to {args.scheduler}; model will be written to "
+          f"{job['model_out']}")
     return 0
 
 
@@ -123,8 +211,20 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--format", choices=["auto", "svmlight", "kdd99"], default="auto")
     fit.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="svm")
     fit.add_argument("--gamma", type=float, default=1e-3, help="regularization (svmlin -W)")
+    fit.add_argument("--gamma-u", type=float, help="unlabeled loss weight gamma' (svmlin -U)")
+    fit.add_argument("--pos-fraction", type=float,
+                     help="fraction r of unlabeled rows that are positive (svmlin -R)")
+    fit.add_argument("--max-switches", type=int,
+                     help="TSVM label pairs switched per round (svmlin -S; default: all)")
+    fit.add_argument("--labeled", type=int, metavar="N",
+                     help="keep a stratified N of the labels, treat the other rows as unlabeled")
+    fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")
+    fit.add_argument("--checkpoint", metavar="DIR",
+                     help="checkpoint the outer loop after every stage (resume with 'resume DIR')")
     fit.add_argument("--model-out", required=True, metavar="DIR")
     fit.add_argument("--outputs", metavar="FILE", help="write one decision value per input row")
+    fit.add_argument("--detach", action="store_true",
+                     help="run the fit as a task on the cluster and return at once (needs --scheduler)")
     _cluster_args(fit)
     fit.set_defaults(func=cmd_fit)
 
@@ -146,6 +246,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
+        if getattr(args, "detach", False):
+            return cmd_detach(args, list(sys.argv[1:] if argv is None else argv))
         return args.func(args)
     except (CLIError, ValueError, FileNotFoundError) as exc:
         print(f"dask-ssl: error: {exc}", file=sys.stderr)

@@ -31,6 +31,9 @@ STEP_GRID = np.array([0.0, 1 / 16, 1 / 8, 1 / 4, 3 / 8, 1 / 2, 5 / 8, 3 / 4, 7 /
                       1.25, 1.5, 2.0, 4.0, 8.0, 16.0])
 #: Breakpoints one interval may hold before the driver refines the grid instead of fetching them.
 MAX_BREAKPOINTS = 200_000
+#: Smallest breakpoints each block sends with the first line-search pass; when the minimizer
+#: lies below every block's cut-off the search ends without another round trip.
+EAGER_BREAKPOINTS = 2048
 
 
 # worker side ------------------------------------------------------------------------------
@@ -107,6 +110,15 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
     viol = kernels.margin_violations(o, o_new, st["cpos"], st["cneg"], tau)
     der, slope, val, counts = kernels.line_derivatives(o, st["d"], st["cpos"], st["cneg"],
                                                        st["csq"], st["tsq"], deltas)
+    pos, change = kernels.breakpoints_between(o, st["d"], st["cpos"], st["cneg"], 0.0,
+                                              deltas[-1])
+    if pos.size > EAGER_BREAKPOINTS:
+        cut = float(np.partition(pos, EAGER_BREAKPOINTS)[EAGER_BREAKPOINTS])
+        # keep everything below the cut-off: the list is then complete on (0, limit]
+        keep = np.flatnonzero(pos < cut)
+        eager = (pos[keep], change[keep], float(np.nextafter(cut, 0.0)))
+    else:
+        eager = (pos, change, float(deltas[-1]))
     extra = None
     if viol == 0:
         st["o_new"] = o_new
@@ -114,7 +126,7 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
             saved, st["o"] = st["o"], o_new
             extra = epilogue[0](i, X, st, *epilogue[1:])
             st["o"] = saved
-    return viol, der, slope, val, counts, extra
+    return viol, der, slope, val, counts, extra, eager
 
 
 def ws_grid(i, X, token, deltas):
@@ -231,8 +243,9 @@ class MFNSolver:
         val = val + 0.5 * gamma * np.einsum("ij,ij->i", wd, wd)
         return viol, der, slope, val, counts
 
-    def _line_search(self, w, direction, gamma, grid) -> float:
-        """Exact minimizer of phi(delta) = f(w + delta direction) given the first grid pass."""
+    def _line_search(self, w, direction, gamma, grid, eager) -> float:
+        """Exact minimizer of phi(delta) = f(w + delta direction) given the first grid pass
+        and the smallest breakpoints of each block (complete below ``min(cut-offs)``)."""
         deltas = STEP_GRID
         _, der, slope, _, counts = grid
         while True:
@@ -251,6 +264,12 @@ class MFNSolver:
                 self._map(ws_grid, deltas), w, direction, gamma, deltas)
         if counts[k] == 0:
             return float(min(lo - der[k - 1] / slope[k - 1], hi))
+        if hi <= min(e[2] for e in eager):
+            positions = np.concatenate([e[0] for e in eager])
+            changes = np.concatenate([e[1] for e in eager])
+            inside = (positions > lo) & (positions <= hi)
+            return exact_root(lo, float(der[k - 1]), float(slope[k - 1]), positions[inside],
+                              changes[inside], hi)
         parts = self._map(ws_breakpoints, lo, hi)
         positions = np.concatenate([p[0] for p in parts])
         changes = np.concatenate([p[1] for p in parts])
@@ -298,7 +317,7 @@ class MFNSolver:
                 history.append(objective)
                 return MFNResult(wbar, objective, it + 1, n_cg, True, history,
                                  [p[5] for p in parts])
-            delta = self._line_search(w, direction, gamma, grid)
+            delta = self._line_search(w, direction, gamma, grid, [p[6] for p in parts])
             w = w + delta * direction
             step = delta
         return self._finish(w, step, gamma, self.max_newton, n_cg, False, history)

@@ -49,7 +49,7 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
         return MFNSolver(blocks, token, bias=self.fit_intercept, gram=gram, tol=self.tol,
                          max_newton=self.max_iter)
 
-    def fit(self, X, y=None, *, sample_weight=None, coef_init=None):
+    def fit(self, X, y=None, *, sample_weight=None, coef_init=None, resume=False):
         """Fit on labeled and unlabeled rows.
 
         Parameters
@@ -63,9 +63,15 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
             ``sample_weight_i / l``.
         coef_init : array of shape (n_classes_fitted, d + 1), optional
             Starting weights (bias last), e.g. last night's model: the seeds' "seeding".
+        resume : bool, default=False
+            Continue from the estimator's ``checkpoint`` (semi-supervised estimators only).
         """
         t0 = time.perf_counter()
         self._check_params()
+        if resume and getattr(self, "checkpoint", None) is None:
+            raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
+        self._resume = resume
+        self.restarts_ = 0
         client = get_client(self.client)
         blocks = to_blocks(X, client, self.n_blocks)
         if y is None:
@@ -89,6 +95,7 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
                                  f"(features{' + bias' if self.fit_intercept else ''})")
         W, objectives, iters, histories, transductions = [], [], [], [], []
         for k, cls in enumerate(targets):
+            self._part = (k, len(targets))
             yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
             token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
             try:
@@ -120,6 +127,22 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_data(self, codes: np.ndarray) -> None:
         """Hook for estimators that need unlabeled rows (the semi-supervised ones)."""
+
+    def _stage_loop(self, driver):
+        """The resumable loop for the current one-vs-rest part (checkpoint per part)."""
+        from ..loop import StageLoop
+
+        k, n_parts = self._part
+        url = self.checkpoint
+        if url is not None and n_parts > 1:
+            url = f"{url.rstrip('/')}/part-{k}"
+        return StageLoop(driver, checkpoint=url, verbose=self.verbose)
+
+    def _run_stages(self, driver, w0) -> dict:
+        loop = self._stage_loop(driver)
+        loop.run(w0, resume=self._resume)
+        self.restarts_ += loop.restarts
+        return driver.result()
 
     # prediction --------------------------------------------------------------------------
     def decision_function(self, X):

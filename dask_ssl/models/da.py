@@ -9,7 +9,6 @@ from scipy.special import entr, expit, logit, rel_entr
 
 from ..linalg import workerstate
 from ..linalg.kernels import matvec
-from ..loop import StageLoop
 from ._s3vm import s3vm_arrays, tsvm_objective, tsvm_objective_parts
 from .base import LinearSSLClassifier, check_positive
 from .l2svm import init_blocks
@@ -36,21 +35,25 @@ def ws_install_p(i, X, p, token, cu):
     _set_costs(st, cu)
 
 
-def epi_gaps(i, X, st, gamma_u):
+def epi_gaps(i, X, st, gamma_u, nus, T):
     """After a w-step: ``g_j = gamma' [l2(o_j) - l2(-o_j)]`` (Eq 6.12) on unlabeled rows, their
-    range (to bracket the balance root) and the TSVM objective parts."""
+    range (to bracket the balance root), the balance sums at the driver's first candidates for
+    nu (around the previous root) and the TSVM objective parts."""
     o = st["o"][st["unl"]]
     g = gamma_u * (np.maximum(0.0, 1.0 - o) ** 2 - np.maximum(0.0, 1.0 + o) ** 2)
     st["g"] = g
     lo, hi = (float(g.min()), float(g.max())) if g.size else (np.inf, -np.inf)
-    return lo, hi, tsvm_objective_parts(st)
+    return lo, hi, _balance(g, nus, T), tsvm_objective_parts(st)
+
+
+def _balance(g, nus, T):
+    p = expit((2.0 * nus[None, :] - g[:, None]) / T)
+    return p.sum(axis=0), (2.0 / T) * (p * (1.0 - p)).sum(axis=0)
 
 
 def ws_balance(i, X, token, nus, T):
     """``sum_j p_j(nu)`` and its derivative in nu at each candidate nu."""
-    g = workerstate.get(token, i)["g"]
-    p = expit((2.0 * nus[None, :] - g[:, None]) / T)
-    return p.sum(axis=0), (2.0 / T) * (p * (1.0 - p)).sum(axis=0)
+    return _balance(workerstate.get(token, i)["g"], nus, T)
 
 
 def ws_p_step(i, X, token, nu, T, cu):
@@ -72,35 +75,41 @@ def ws_get_p(i, X, token):
 
 # driver side ------------------------------------------------------------------------------
 
-def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u: int,
-                 tol: float) -> tuple[float, int]:
-    """nu with ``sum_j p_j(nu) = target`` (Eq 6.12), by batched bracketing + Newton.
+#: First candidates for nu, in units of T around the previous root (p_j(nu) has width ~T).
+NU_OFFSETS = np.concatenate([-np.geomspace(1e-6, 100.0, 12)[::-1], [0.0], np.geomspace(1e-6, 100.0, 12)])
 
-    Each round trip evaluates the sum at a grid spanning the current bracket plus a Newton
+
+def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u: int,
+                 tol: float, first) -> tuple[float, int]:
+    """nu with ``sum_j p_j(nu) = r u`` (Eq 6.12), by batched bracketing + Newton.
+
+    ``first`` is ``(nus, sums, derivatives)`` already evaluated (in the w-step's last round
+    trip). Each further round trip evaluates a grid spanning the current bracket plus a Newton
     guess, so the bracket shrinks ~30x per trip and the guess converges quadratically.
-    Returns the root and the number of round trips.
+    Returns the root and the number of extra round trips.
     """
     # at 2 nu = min g + T logit(r) every p_j <= r, at max g + T logit(r) every p_j >= r
     target = r * u
     shift = T * logit(r)
     a, b = 0.5 * (lo_g + shift), 0.5 * (hi_g + shift)
-    guess = 0.5 * (a + b)
+    nus, sums, dsums = first
     trips = 0
     while True:
-        nus = np.unique(np.concatenate([np.linspace(a, b, ROOT_GRID), [guess]]))
-        parts = blocks.map(ws_balance, token, nus, T)
-        trips += 1
-        f = np.sum([p[0] for p in parts], axis=0) - target
-        df = np.sum([p[1] for p in parts], axis=0)
+        f = sums - target
         k = int(np.argmin(np.abs(f)))
         if abs(f[k]) <= tol or trips >= 60:
             return float(nus[k]), trips
         below, above = nus[f < 0], nus[f > 0]
-        a = below.max() if below.size else a
-        b = above.min() if above.size else b
-        guess = nus[k] - f[k] / df[k] if df[k] > 0 else 0.5 * (a + b)
+        a = max(a, below.max()) if below.size else a
+        b = min(b, above.min()) if above.size else b
+        guess = nus[k] - f[k] / dsums[k] if dsums[k] > 0 else 0.5 * (a + b)
         if not a <= guess <= b:
             guess = 0.5 * (a + b)
+        nus = np.unique(np.concatenate([np.linspace(a, b, ROOT_GRID), [guess]]))
+        parts = blocks.map(ws_balance, token, nus, T)
+        trips += 1
+        sums = np.sum([p[0] for p in parts], axis=0)
+        dsums = np.sum([p[1] for p in parts], axis=0)
 
 
 class DAS3VM(LinearSSLClassifier):
@@ -119,7 +128,8 @@ class DAS3VM(LinearSSLClassifier):
     gamma_u : float, default=1.0
         gamma' (svmlin ``-U``), fixed during annealing.
     pos_fraction : float, optional
-        r (svmlin ``-R``); default: the positive fraction among the labeled rows.
+        r (svmlin ``-R``); default: the positive fraction among the labeled rows. The balance
+        constraint uses ``round(r u) / u`` so that the entropy stopping rule can be met.
     T0 : float, default=10
         Starting temperature.
     anneal_factor : float, default=1.5
@@ -175,11 +185,7 @@ class DAS3VM(LinearSSLClassifier):
         r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
         if not 0.0 < r < 1.0:
             raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
-        driver = DADriver(self, blocks, y, costs, r, token)
-        loop = StageLoop(driver, checkpoint=self.checkpoint, verbose=self.verbose)
-        loop.run(w0)
-        self.restarts_ = loop.restarts
-        return driver.result()
+        return self._run_stages(DADriver(self, blocks, y, costs, r, token), w0)
 
 
 class DADriver:
@@ -192,14 +198,20 @@ class DADriver:
         self.blocks = blocks
         self.y = y
         self.costs = costs
-        self.r = r
         self.token = token
         self.u = int((y == 0).sum())
+        # The balance target is a whole number of positives: with r u fractional one p_j stays
+        # fractional as T -> 0 and the entropy criterion (6.4.3) could never be met.
+        self.r = round(r * self.u) / self.u
+        if not 0.0 < self.r < 1.0:
+            raise ValueError(f"pos_fraction {r} gives {round(r * self.u)} of {self.u} unlabeled "
+                             "rows positive; both classes need at least one")
         self.cu = est.gamma_u / self.u
         self.solver = est._solver(blocks, token)
         self.w = None
         self.stage = 0
         self.T = float(est.T0)
+        self.nu = 0.0
         self.best = (np.inf, None)
         self.history = []
         self.done = False
@@ -209,16 +221,21 @@ class DADriver:
         est = self.est
         inner = 0
         while True:
-            res = self.solver.solve(self.w, est.gamma, epilogue=(epi_gaps, est.gamma_u))
+            nus = self.nu + self.T * NU_OFFSETS
+            res = self.solver.solve(self.w, est.gamma,
+                                    epilogue=(epi_gaps, est.gamma_u, nus, self.T))
             self.w = res.w
             objective = tsvm_objective(res.w, est.gamma, est.gamma_u, self.u,
-                                       [e[2] for e in res.extra])
+                                       [e[3] for e in res.extra])
             if objective < self.best[0]:
                 self.best = (objective, res.w.copy())
             lo = min(e[0] for e in res.extra)
             hi = max(e[1] for e in res.extra)
-            nu, _ = balance_root(self.blocks, self.token, lo, hi, self.T, self.r, self.u,
-                                 tol=1e-12 * self.u)
+            first = (nus, np.sum([e[2][0] for e in res.extra], axis=0),
+                     np.sum([e[2][1] for e in res.extra], axis=0))
+            self.nu, _ = balance_root(self.blocks, self.token, lo, hi, self.T, self.r, self.u,
+                                      1e-12 * self.u, first)
+            nu = self.nu
             parts = self.blocks.map(ws_p_step, self.token, nu, self.T, self.cu)
             kl = sum(p[0] for p in parts)
             entropy = sum(p[1] for p in parts)
@@ -238,7 +255,7 @@ class DADriver:
         return record
 
     def snapshot(self) -> tuple[dict, dict]:
-        doc = {"kind": self.kind, "stage": self.stage, "T": self.T, "done": self.done,
+        doc = {"kind": self.kind, "stage": self.stage, "T": self.T, "nu": self.nu, "done": self.done,
                "best_objective": self.best[0], "history": self.history, "r": self.r}
         empty = np.zeros(0)
         arrays = {"w": empty if self.w is None else np.asarray(self.w, dtype=np.float64),
@@ -251,6 +268,7 @@ class DADriver:
         init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
         self.stage = doc["stage"]
         self.T = doc["T"]
+        self.nu = doc["nu"]
         self.done = doc["done"]
         self.history = list(doc["history"])
         self.w = arrays["w"] if arrays["w"].size else None

@@ -8,7 +8,6 @@ import numpy as np
 
 from ..linalg import workerstate
 from ..linalg.mfn import final_outputs
-from ..loop import StageLoop
 from ._s3vm import s3vm_arrays, tsvm_objective, tsvm_objective_parts, ws_get, ws_unlabeled_outputs
 from .base import LinearSSLClassifier, check_positive
 from .l2svm import init_blocks
@@ -176,11 +175,7 @@ class TSVM(LinearSSLClassifier):
         r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
         if not 0.0 < r < 1.0:
             raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
-        driver = TSVMDriver(self, blocks, y, costs, r, token)
-        loop = StageLoop(driver, checkpoint=self.checkpoint, verbose=self.verbose)
-        loop.run(w0)
-        self.restarts_ = loop.restarts
-        return driver.result()
+        return self._run_stages(TSVMDriver(self, blocks, y, costs, r, token), w0)
 
 
 class TSVMDriver:
@@ -227,6 +222,7 @@ class TSVMDriver:
             res = self.solver.solve(self.w, est.gamma, epilogue=(epi_candidates, self.max_pairs),
                                     prologue=[(pro_set_costs, g / self.u)] * self.blocks.n_blocks)
             switches = 0
+            retrains = [res.objective]
             for _ in range(est.max_inner):
                 cands = [e[0] for e in res.extra]
                 flips, k = merge_switches(cands, self.max_pairs)
@@ -235,11 +231,13 @@ class TSVMDriver:
                 switches += k
                 res = self.solver.solve(res.w, est.gamma, prologue=[(pro_flip, f) for f in flips],
                                         epilogue=(epi_candidates, self.max_pairs))
+                retrains.append(res.objective)
             self.w = res.w
             self.n_switches += switches
             objective = tsvm_objective(res.w, est.gamma, g, self.u, [e[1] for e in res.extra])
+            # retrains: J(w(Y'), Y') after each retrain, which Prop. 6.3.1 says decreases
             record = {"stage": self.stage, "gamma_u": g, "objective": objective,
-                      "switches": switches}
+                      "switches": switches, "retrains": retrains}
             if g >= est.gamma_u:
                 self.done = True
             else:

@@ -1,0 +1,222 @@
+"""Graph transduction (Sindhwani's thesis, ch. 5): smooth label scores over a kNN graph.
+
+Solves ``(gamma_I M + I_L + mu I_U) F = Ybar`` for all classes at once with block CG on the
+workers, ``M = L^p`` the (normalized) graph Laplacian, ``Ybar`` the one-hot labels on labeled rows
+and 0 elsewhere. With ``mu = 0`` this is the thesis' graph transduction (the f-step of the slack
+method with nu = 0, and the first half of the fully decoupled method); with ``mu = 1``,
+``M`` the normalized Laplacian and ``gamma_I = alpha / (1 - alpha)`` it is the fixed point of
+scikit-learn's ``LabelSpreading(alpha)`` on the same graph, times ``1 / (1 - alpha)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+
+from ..cluster import get_client
+from ..graph.diagnostics import graph_diagnostics, warn_graph
+from ..graph.knn import check_knn_params, query_knn
+from ..graph.laplacian import LaplacianOperator
+from ..graph.system import GraphSystem
+from ..graph.weights import Graph, check_graph_params, edge_weights, knn_graph
+from ..linalg import RowBlocks
+from ..linalg.block_cg import block_cg
+from ._input import check_finite_local, encode_labels, to_blocks
+
+
+def _check_number(name, value, *, low=0.0, strict=True, integer=False):
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    ok = isinstance(value, kinds) and not isinstance(value, bool) and np.isfinite(value) and (
+        value > low if strict else value >= low)
+    if not ok:
+        what = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name} must be {what} {'>' if strict else '>='} {low}, got {value!r}")
+
+
+class GraphTransduction(ClassifierMixin, BaseEstimator):
+    """Graph transduction with block CG on a distributed kNN graph.
+
+    Parameters
+    ----------
+    gamma_I : float, default 1.0
+        Weight of the graph term: thesis ch. 5 gamma_I in ``gamma_I/2 f^T M f + sum_l 1/2
+        (y_i - f_i)^2`` (no 1/(u+l)^2 factor, as in ch. 5).
+    n_neighbors : int, default 10
+        k of the kNN graph (the seeds' ``nn``).
+    metric : {"euclidean", "cosine"}, default "euclidean"
+    weights : {"heat", "binary", "cosine"}, default "heat"
+        Edge weights: heat kernel ``exp(-d^2/4t)``, 1, or cosine similarity.
+    t : float, optional
+        Heat-kernel width t; default ``(mean edge length)^2 / 4``.
+    symmetrize : {"max", "mean", "mutual"}, default "max"
+    normalized : bool, default True
+        Use ``D^-1/2 L D^-1/2`` (the seeds' experiments) instead of ``L = D - W``.
+    p : int, default 1
+        Power of the Laplacian: ``M = L^p``.
+    unlabeled_weight : float, default 0.0
+        mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
+        reproduces LabelSpreading's fixed point.
+    tol : float, default 1e-6
+        Relative residual at which each class column of block CG stops.
+    max_iter : int, default 2000
+        Block-CG passes.
+    search_epsilon : float, default 0.1
+        Recall knob of the approximate kNN search (see :func:`dask_ssl.graph.knn.build_knn`).
+    unlabeled : scalar, default -1
+        Marker of unlabeled rows in ``y``.
+    client : distributed.Client, optional
+    n_blocks : int, optional
+        Row blocks for in-memory X (default one per worker thread).
+    random_state : int or None
+        Seeds the kNN indexes.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    scores_ : ndarray of shape (n, n_classes)
+        F, the solution of the system, per training row and class.
+    label_distributions_ : ndarray of shape (n, n_classes)
+        F normalized to sum 1 per row (rows of zeros stay zero).
+    transduction_ : ndarray of shape (n,)
+        Class of each training row.
+    n_iter_ : int
+        Block-CG passes until the last class converged.
+    history_ : list of ndarray
+        Relative residual per class after each pass.
+    graph_ : Graph
+    diagnostics_ : GraphDiagnostics
+    """
+
+    def __init__(self, *, gamma_I=1.0, n_neighbors=10, metric="euclidean", weights="heat",
+                 t=None, symmetrize="max", normalized=True, p=1, unlabeled_weight=0.0,
+                 tol=1e-6, max_iter=2000, search_epsilon=0.1, unlabeled=-1, client=None,
+                 n_blocks=None, random_state=None):
+        self.gamma_I = gamma_I
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.unlabeled_weight = unlabeled_weight
+        self.tol = tol
+        self.max_iter = max_iter
+        self.search_epsilon = search_epsilon
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    def _check_params(self):
+        _check_number("gamma_I", self.gamma_I)
+        _check_number("n_neighbors", self.n_neighbors, integer=True)
+        _check_number("p", self.p, integer=True)
+        _check_number("unlabeled_weight", self.unlabeled_weight, strict=False)
+        _check_number("tol", self.tol)
+        _check_number("max_iter", self.max_iter, integer=True)
+        _check_number("search_epsilon", self.search_epsilon, strict=False)
+        check_knn_params(self.n_neighbors + 1, self.n_neighbors, self.metric)
+        check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
+
+    def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
+        """Build the graph (unless given) and solve for all classes.
+
+        Parameters
+        ----------
+        X : array, sparse matrix, dask array or RowBlocks, shape (n, d)
+        y : array of shape (n,), optional
+            Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
+        graph : Graph, optional
+            A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`),
+            reused instead of a new kNN search.
+        scores_init : ndarray of shape (n, n_classes), optional
+            Seed for block CG (e.g. last night's ``scores_``).
+        """
+        self._check_params()
+        if y is None:
+            if not (isinstance(X, RowBlocks) and X.labels is not None):
+                raise ValueError("y is required unless X is a RowBlocks carrying labels")
+            y = X.gather_labels()
+        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        classes, codes = encode_labels(y, n_rows, self.unlabeled)
+        check_knn_params(n_rows, self.n_neighbors, self.metric)
+        if graph is not None and graph.n_rows != n_rows:
+            raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
+        if scores_init is not None and np.shape(scores_init) != (n_rows, classes.size):
+            raise ValueError(f"scores_init must have shape {(n_rows, classes.size)}, "
+                             f"got {np.shape(scores_init)}")
+        client = get_client(self.client)
+        if graph is None:
+            blocks = to_blocks(X, client, self.n_blocks)
+            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric,
+                              weights=self.weights, t=self.t, symmetrize=self.symmetrize,
+                              search_epsilon=self.search_epsilon,
+                              random_state=self.random_state)
+        labeled = codes >= 0
+        diag = graph_diagnostics(graph)
+        warn_graph(diag, labeled)
+
+        Ybar = np.zeros((n_rows, classes.size))
+        Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
+        fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
+        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p)
+        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init)
+        try:
+            result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
+            F = system.solution()
+        finally:
+            system.close()
+            op.close()
+        if not result.converged.all():
+            warnings.warn(f"block CG stopped after {self.max_iter} passes with relative "
+                          f"residuals {np.round(result.residual, 8).tolist()} > tol={self.tol}",
+                          ConvergenceWarning, stacklevel=2)
+        self.classes_ = classes
+        self.scores_ = F
+        self.label_distributions_ = _normalize(F)
+        self.transduction_ = classes[np.argmax(F, axis=1)]
+        self.n_iter_ = int(result.n_iter.max())
+        self.history_ = result.history
+        self.graph_ = graph
+        self.diagnostics_ = diag
+        return self
+
+    def _neighbor_scores(self, X):
+        if not hasattr(self, "scores_"):
+            raise ValueError("this GraphTransduction is not fitted yet; call fit first")
+        check_finite_local(X)
+        ind, dist = query_knn(self.graph_.neighbors, X, self.n_neighbors, self.search_epsilon)
+        w = edge_weights(dist, self.graph_.weights, self.graph_.t)
+        w = np.where(np.isfinite(dist), w, 0.0)
+        # Far from every training row all heat weights underflow: fall back to a plain mean.
+        flat = w.sum(axis=1) <= 0
+        w[flat] = np.isfinite(dist[flat])
+        w /= w.sum(axis=1, keepdims=True)
+        return np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)])
+
+    def decision_function(self, X):
+        """Out-of-sample scores: the kNN-weighted mean of the training rows' F.
+
+        Returns shape (m,) for two classes (``F[:, 1] - F[:, 0]``, the thesis' f with +1/-1
+        labels) and (m, n_classes) otherwise.
+        """
+        S = self._neighbor_scores(X)
+        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+
+    def predict_proba(self, X):
+        """Out-of-sample label distributions (kNN mean of F, normalized per row)."""
+        return _normalize(self._neighbor_scores(X))
+
+    def predict(self, X):
+        """Class of new rows by kNN averaging of F."""
+        return self.classes_[np.argmax(self._neighbor_scores(X), axis=1)]
+
+
+def _normalize(F):
+    F = np.clip(F, 0.0, None)
+    total = F.sum(axis=1, keepdims=True)
+    return F / np.where(total > 0, total, 1.0)

@@ -1,0 +1,141 @@
+"""TSVM and DA against single-process NumPy references, and their stated properties."""
+
+import logging
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from dask_ssl.models import DAS3VM, L2SVM, TSVM
+
+from . import _reference as ref
+
+
+def clusters(n=300, d=5, n_labeled=8, seed=0, r=0.4):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < r, 1.0, -1.0)
+    X = rng.normal(size=(n, d))
+    X[:, 0] += 1.8 * y
+    X[:, 1] += 0.8 * y
+    yl = np.zeros(n)
+    for cls in (1.0, -1.0):
+        idx = rng.choice(np.flatnonzero(y == cls), n_labeled // 2, replace=False)
+        yl[idx] = cls
+    return X, yl, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    return clusters()
+
+
+def test_tsvm_objective_path_matches_numpy_reference(client, data):
+    X, yl, _ = data
+    m = TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
+             n_blocks=3).fit(X, yl)
+    path, w = ref.tsvm(X, yl, 1e-2, 0.5, 0.4, S=len(yl))
+    ours = [h["objective"] for h in m.history_[1:]]
+    assert len(ours) == len(path)
+    np.testing.assert_allclose(ours, path, rtol=1e-7)
+    np.testing.assert_allclose(np.r_[m.coef_[0], m.intercept_], w, rtol=1e-6, atol=1e-8)
+    assert m.objective_ == pytest.approx(path[-1], rel=1e-7)
+
+
+def test_switching_strictly_decreases_objective(client, data):
+    X, yl, _ = data
+    m = TSVM(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
+    switched = [h for h in m.history_[1:] if h["switches"] > 0]
+    assert switched, "the test problem should need label switches"
+    for h in switched:
+        assert np.all(np.diff(h["retrains"]) < 0), h
+
+
+def test_single_and_max_switching_agree(client, data):
+    X, yl, _ = data
+    common = dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client)
+    one = TSVM(max_switches=1, **common).fit(X, yl)
+    many = TSVM(**common).fit(X, yl)
+    assert abs(one.objective_ - many.objective_) <= 0.01 * many.objective_
+    assert sum(h["switches"] for h in one.history_) >= sum(h["switches"] for h in many.history_)
+
+
+def test_da_objective_path_matches_numpy_reference(client, data):
+    X, yl, _ = data
+    m = DAS3VM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
+               n_blocks=3).fit(X, yl)
+    path, (best, w) = ref.da(X, yl, 1e-2, 0.5, 0.4)
+    ours = [h["objective"] for h in m.history_]
+    assert len(ours) == len(path)
+    np.testing.assert_allclose(ours, path, rtol=1e-6)
+    assert m.objective_ == pytest.approx(best, rel=1e-7)
+    np.testing.assert_allclose(np.r_[m.coef_[0], m.intercept_], w, rtol=1e-5, atol=1e-7)
+
+
+def test_da_balance_and_final_entropy(client, data):
+    X, yl, _ = data
+    u = int((yl == 0).sum())
+    r = 102 / u  # a whole number of positives: mean(p) = r is then reachable exactly
+    m = DAS3VM(gamma=1e-2, gamma_u=1.0, pos_fraction=r, unlabeled=0, client=client).fit(X, yl)
+    for h in m.history_:
+        assert abs(h["mean_p"] - r) < 1e-9
+    assert m.history_[-1]["entropy"] < u * 1e-6
+    assert m.history_[0]["entropy"] > u * 1e-6
+
+
+def test_tsvm_beats_supervised_svm_on_clusters(client):
+    X, yl, y = clusters(n=1000, n_labeled=6, seed=3)
+    svm = L2SVM(gamma=1e-2, unlabeled=0, client=client).fit(X, yl)
+    tsvm = TSVM(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
+    err_svm = np.mean(svm.predict(X) != y)
+    err_tsvm = np.mean(tsvm.predict(X) != y)
+    assert err_tsvm < 0.5 * err_svm, (err_svm, err_tsvm)
+    unl = yl == 0
+    assert np.mean(tsvm.transduction_[unl] != y[unl]) <= err_svm
+    assert np.mean(tsvm.transduction_[unl] > 0) == pytest.approx(0.4, abs=1 / unl.sum())
+
+
+@pytest.mark.parametrize("n_blocks", [1, 5])
+def test_block_count_does_not_change_result(client, data, n_blocks):
+    X, yl, _ = data
+    common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
+    ref_t = TSVM(n_blocks=2, **common).fit(X, yl)
+    t = TSVM(n_blocks=n_blocks, **common).fit(X, yl)
+    assert t.objective_ == pytest.approx(ref_t.objective_, rel=1e-9)
+    np.testing.assert_array_equal(t.transduction_, ref_t.transduction_)
+
+
+def test_worker_count_does_not_change_result(client, data):
+    X, yl, _ = data
+    common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0)
+    expected_t = TSVM(client=client, **common).fit(X, yl).objective_
+    expected_d = DAS3VM(client=client, **common).fit(X, yl).objective_
+    for n_workers in (1, 3):
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
+                          dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+                Client(cluster, set_as_default=False) as other:
+            assert TSVM(client=other, n_blocks=3, **common).fit(X, yl).objective_ == \
+                pytest.approx(expected_t, rel=1e-9)
+            assert DAS3VM(client=other, n_blocks=3, **common).fit(X, yl).objective_ == \
+                pytest.approx(expected_d, rel=1e-8)
+
+
+@pytest.mark.parametrize("cls", [TSVM, DAS3VM])
+@pytest.mark.parametrize("params, message", [
+    ({"pos_fraction": 0.0}, "pos_fraction"),
+    ({"pos_fraction": 1.2}, "pos_fraction"),
+    ({"gamma_u": -1.0}, "gamma_u"),
+    ({"gamma": 0.0}, "gamma"),
+])
+def test_bad_parameters(client, data, cls, params, message):
+    X, yl, _ = data
+    with pytest.raises(ValueError, match=message):
+        cls(unlabeled=0, client=client, **params).fit(X, yl)
+
+
+@pytest.mark.parametrize("cls", [TSVM, DAS3VM])
+def test_all_or_no_rows_labeled(client, data, cls):
+    X, yl, y = data
+    with pytest.raises(ValueError, match="no unlabeled rows"):
+        cls(unlabeled=0, client=client).fit(X, y)
+    with pytest.raises(ValueError, match="no labeled rows"):
+        cls(unlabeled=0, client=client).fit(X, np.zeros_like(y))
