@@ -1,0 +1,102 @@
+"""The ``dask-ssl fit`` / ``predict`` commands: outputs, model.json contract, bad input."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file
+
+from dask_ssl.cli import main
+from dask_ssl.models.artifact import load_model
+
+MODEL_FIELDS = {"objective", "fit_seconds", "n_iter", "params", "data_shape", "n_features",
+                "estimator", "library_version", "checksums", "metrics"}
+
+
+def write_problem(path, n=400, d=6, seed=0, unlabeled_every=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.7)
+    y = np.where(X @ rng.normal(size=d) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    if unlabeled_every:
+        y[::unlabeled_every] = 0
+    dump_svmlight_file(X, y, str(path), zero_based=False)
+    return X, y
+
+
+def test_fit_then_predict_in_process(client, tmp_path, capsys):
+    data = tmp_path / "train.svm"
+    X, y = write_problem(data)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", "svm", "--gamma", "0.01",
+                     "--model-out", str(model), "--outputs", str(tmp_path / "fit.out")]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert MODEL_FIELDS <= set(doc)
+    assert doc["estimator"] == "L2SVM" and doc["params"]["gamma"] == 0.01
+    assert doc["data_shape"] == [400, 6]
+    fitted = np.loadtxt(tmp_path / "fit.out")
+    assert fitted.shape == (400,)
+    est = load_model(model)
+    np.testing.assert_allclose(fitted, est.decision_function(X), rtol=1e-8, atol=1e-10)
+    with client.as_current():
+        assert main(["predict", "--model", str(model), "--data", str(data),
+                     "--outputs", str(tmp_path / "pred.out")]) == 0
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "pred.out"), fitted, rtol=1e-9)
+
+
+BAD = {
+    "nan": "1 1:0.5 2:nan\n-1 1:0.1\n1 2:0.3\n",
+    "malformed": "1 1:0.5 2:0.1\n-1 1:x\n",
+    "no_labels": "0 1:0.5\n0 1:0.1 2:3\n",
+    "one_class": "1 1:0.5\n1 1:0.1 2:3\n0 2:1\n",
+    "empty": "",
+}
+
+
+@pytest.mark.parametrize("case, message", [
+    ("nan", "non-finite"), ("malformed", "line 2"), ("no_labels", "no labeled rows"),
+    ("one_class", "one labeled class"), ("empty", "no data"),
+])
+def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case, message):
+    data = tmp_path / f"{case}.svm"
+    data.write_text(BAD[case])
+    model = tmp_path / "model"
+    with client.as_current():
+        rc = main(["fit", "--data", str(data), "--model-out", str(model)])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not model.exists()
+    assert not list(tmp_path.glob(".model*"))
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--gamma", "0"], "gamma must be"), (["--gamma", "-1"], "gamma must be"),
+    (["--algorithm", "tsvm", "--pos-fraction", "1.5"], "pos_fraction"),
+    (["--algorithm", "tsvm", "--gamma-u", "-2"], "gamma_u"),
+    (["--algorithm", "svm", "--gamma-u", "1"], "does not apply"),
+])
+def test_bad_parameters_fail_before_reading(tmp_path, capsys, flags, message):
+    model = tmp_path / "model"
+    rc = main(["fit", "--data", str(tmp_path / "missing.svm"), "--model-out", str(model), *flags])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not model.exists()
+
+
+@pytest.mark.cluster
+def test_fit_against_real_scheduler_and_workers(dask_processes, tmp_path):
+    cluster = dask_processes(n_workers=2)
+    data = tmp_path / "train.svm"
+    write_problem(data, unlabeled_every=3)
+    model = tmp_path / "model"
+    cmd = [sys.executable, "-m", "dask_ssl.cli", "fit", "--scheduler", cluster.address,
+           "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "0.5",
+           "--model-out", str(model), "--outputs", str(tmp_path / "out.txt")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((model / "model.json").read_text())
+    assert doc["estimator"] == "TSVM" and MODEL_FIELDS <= set(doc)
+    assert len(np.loadtxt(tmp_path / "out.txt")) == 400
+    assert [h["stage"] for h in doc["history"]] == list(range(len(doc["history"])))

@@ -1,0 +1,109 @@
+"""Killing a worker or the driver mid-run does not change the result (real processes)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from distributed import Client
+from sklearn.datasets import dump_svmlight_file
+
+from dask_ssl.data import read_svmlight
+from dask_ssl.models import DAS3VM, TSVM
+
+pytestmark = pytest.mark.cluster
+
+
+def write_clusters(path, n=1500, d=8, n_labeled=10, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    X = rng.normal(size=(n, d))
+    X[:, 0] += 1.5 * y
+    X[:, 1] += 0.7 * y
+    yl = np.zeros(n)
+    for cls in (1.0, -1.0):
+        yl[rng.choice(np.flatnonzero(y == cls), n_labeled // 2, replace=False)] = cls
+    dump_svmlight_file(X, yl, str(path), zero_based=False)
+
+
+def wait_for_stage(checkpoint, stage, proc=None, timeout=240):
+    state = checkpoint / "state.json"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if state.exists():
+            try:
+                if json.loads(state.read_text())["stage"] >= stage:
+                    return
+            except (ValueError, KeyError):
+                pass  # being replaced right now
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"run ended before stage {stage}: {proc.stderr.read()}")
+        time.sleep(0.05)
+    raise AssertionError(f"no checkpoint of stage {stage} within {timeout} s")
+
+
+@pytest.mark.parametrize("cls, params", [
+    (TSVM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4)),
+    (DAS3VM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4)),
+])
+def test_killed_worker_does_not_change_objective(dask_processes, tmp_path, cls, params):
+    cluster = dask_processes(n_workers=3)
+    data = tmp_path / "train.svm"
+    write_clusters(data)
+    with Client(cluster.address) as client:
+        blocks = read_svmlight(str(data), client=client, n_blocks=6)
+        clean = cls(unlabeled=0, client=client, **params).fit(blocks)
+        checkpoint = tmp_path / "ckpt"
+        est = cls(unlabeled=0, client=client, checkpoint=str(checkpoint), **params)
+        blocks = read_svmlight(str(data), client=client, n_blocks=6)
+        errors = []
+        runner = threading.Thread(target=lambda: _fit(est, blocks, errors))
+        runner.start()
+        wait_for_stage(checkpoint, 3)
+        cluster.kill_worker(1)
+        runner.join(timeout=600)
+        assert not runner.is_alive()
+        assert not errors, errors
+    assert est.restarts_ >= 1
+    assert est.objective_ == pytest.approx(clean.objective_, rel=1e-6)
+    np.testing.assert_allclose(est.coef_, clean.coef_, rtol=1e-5, atol=1e-8)
+
+
+def _fit(est, blocks, errors):
+    try:
+        est.fit(blocks)
+    except Exception as exc:  # reported by the test thread
+        errors.append(repr(exc))
+
+
+def test_killed_driver_resumes_to_same_objective(dask_processes, tmp_path):
+    cluster = dask_processes(n_workers=2)
+    data = tmp_path / "train.svm"
+    write_clusters(data, seed=1)
+    base = [sys.executable, "-m", "dask_ssl.cli", "fit", "--scheduler", cluster.address,
+            "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "1"]
+    clean = subprocess.run(base + ["--model-out", str(tmp_path / "clean")], capture_output=True,
+                           text=True, timeout=600)
+    assert clean.returncode == 0, clean.stderr
+    checkpoint = tmp_path / "ckpt"
+    proc = subprocess.Popen(base + ["--model-out", str(tmp_path / "resumed"), "--checkpoint",
+                                    str(checkpoint)], stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    wait_for_stage(checkpoint, 4, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "resumed").exists()
+    interrupted_at = json.loads((checkpoint / "state.json").read_text())["stage"]
+    resumed = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "resume", str(checkpoint),
+                              "--scheduler", cluster.address], capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    want = json.loads((tmp_path / "clean" / "model.json").read_text())
+    got = json.loads((tmp_path / "resumed" / "model.json").read_text())
+    assert got["objective"] == pytest.approx(want["objective"], rel=1e-6)
+    assert len(got["history"]) == len(want["history"]) > interrupted_at
