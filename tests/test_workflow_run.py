@@ -118,3 +118,20 @@ def test_status_flags_a_silent_runner(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "phase: fit 12.0 s" in out
     assert f"the runner may have died (resume with: dask-ssl resume {run_dir})" in out
+
+
+def test_mat_source_one_view_one_class_against_the_rest(client, shared_data, tmp_path):
+    mat = shared_data / "multiview" / "3-sources.mat"
+    if not mat.is_file():
+        pytest.skip(f"{mat} is missing")
+    (tmp_path / "w.yaml").write_text(
+        f"name: three-sources\ndata: {{source: mat, path: {mat}, view: 1, positive_class: 1}}\n"
+        "split: {labeled_per_class: 10, test_fraction: 0.3}\n"
+        "estimator: {name: RLS, params: {gamma: 1e-2}}\n"
+        f"outputs: {{runs: {tmp_path / 'runs'}, model_store: {tmp_path / 'models'}, "
+        "plots: false, performance_report: false}\n")
+    wf = load_workflow(tmp_path / "w.yaml")
+    report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    assert report["data"]["n_rows"] == 169 and report["data"]["n_features"] == 3631
+    assert report["split"]["n_labeled"] == 20
+    assert report["metrics"]["error"] < 0.5

@@ -137,3 +137,9 @@ def test_cli_refuses_a_broken_workflow_before_any_work(tmp_path, capsys, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]
     assert main(["run", str(ROOT / "workflows" / "quickstart.yaml"), "--detach"]) == 2
     assert "--detach needs --scheduler" in capsys.readouterr().err
+
+
+def test_graph_section_only_for_estimators_that_use_one(tmp_path):
+    path = write(tmp_path, GOOD + "graph: {n_neighbors: 10}\n")
+    with pytest.raises(WorkflowError, match=r":12: graph: estimator L2SVM does not use a graph"):
+        load_workflow(path)
