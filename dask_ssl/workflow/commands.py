@@ -327,26 +327,19 @@ def register(sub) -> None:
     models = sub.add_parser("models", help="list, show, promote or roll back stored models")
     msub = models.add_subparsers(dest="models_command", required=True)
 
-    def store_arg(p):
+    def action(name, func, help, *positionals, reason=None):
+        p = msub.add_parser(name, help=help)
+        for arg, nargs in positionals:
+            p.add_argument(arg, nargs=nargs)
+        if reason is not None:
+            p.add_argument("--reason", default=reason)
         p.add_argument("--store", default="models", help="model store directory (default ./models)")
+        p.set_defaults(func=func)
 
-    lst = msub.add_parser("list", help="model names, or the versions of one")
-    lst.add_argument("name", nargs="?")
-    store_arg(lst)
-    lst.set_defaults(func=cmd_models_list)
-    show = msub.add_parser("show", help="one version (the current one by default)")
-    show.add_argument("name")
-    show.add_argument("version", nargs="?")
-    store_arg(show)
-    show.set_defaults(func=cmd_models_show)
-    promote = msub.add_parser("promote", help="make a version current, unconditionally")
-    promote.add_argument("name")
-    promote.add_argument("version")
-    promote.add_argument("--reason", default="promoted by hand")
-    store_arg(promote)
-    promote.set_defaults(func=cmd_models_promote)
-    rollback = msub.add_parser("rollback", help="return to the previously promoted version")
-    rollback.add_argument("name")
-    rollback.add_argument("--reason", default="rolled back by hand")
-    store_arg(rollback)
-    rollback.set_defaults(func=cmd_models_rollback)
+    action("list", cmd_models_list, "model names, or the versions of one", ("name", "?"))
+    action("show", cmd_models_show, "one version (the current one by default)",
+           ("name", None), ("version", "?"))
+    action("promote", cmd_models_promote, "make a version current, unconditionally",
+           ("name", None), ("version", None), reason="promoted by hand")
+    action("rollback", cmd_models_rollback, "return to the previously promoted version",
+           ("name", None), reason="rolled back by hand")
