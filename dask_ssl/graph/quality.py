@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.metrics.pairwise import paired_distances
 
 from ..linalg.rowblocks import RowBlocks
 from .exact import exact_block
@@ -64,6 +63,22 @@ def take_rows(data: RowBlocks, rows) -> np.ndarray | sp.csr_matrix:
     return stack[order]
 
 
+def _rowdot(A, B):
+    if sp.issparse(A):
+        return np.asarray(A.multiply(B).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", A, B)
+
+
+def paired_distances(A, B, metric: str) -> np.ndarray:
+    """Distance between row ``i`` of ``A`` and row ``i`` of ``B`` (dense or CSR), in float64."""
+    aa, bb, ab = _rowdot(A, A), _rowdot(B, B), _rowdot(A, B)
+    if metric == "euclidean":
+        return np.sqrt(np.maximum(aa + bb - 2.0 * ab, 0.0))
+    norms = np.sqrt(aa * bb)
+    # sklearn's convention: a zero row is at distance 1 from everything.
+    return np.where(norms > 0, 1.0 - ab / np.where(norms > 0, norms, 1.0), 1.0)
+
+
 def _exact(i, X, offset, Q, rows, k, metric):
     return exact_block(X, Q, k, metric, offset, exclude=rows)
 
@@ -95,24 +110,43 @@ def knn_quality(neigh: Neighbors, *, n_samples: int = 1000, labels=None,
         Classes for the agreement figures; default the labels carried by ``neigh.data``.
     random_state : int or None
     """
-    data, k = neigh.data, neigh.n_neighbors
-    rng = np.random.default_rng(random_state)
-    rows = np.sort(rng.choice(data.n_rows, size=min(n_samples, data.n_rows), replace=False))
-    exact_ind, exact_dist = exact_neighbors(data, rows, k, neigh.metric)
+    data = neigh.data
+    rows = sample_rows(data.n_rows, n_samples, random_state)
     block = np.searchsorted(data.offsets, rows, side="right") - 1
     got = data.client.gather([
         data.client.submit(_approx_rows, int(b), neigh.parts[b],
                            rows[block == b] - data.offsets[b], pure=False)
         for b in np.unique(block)])
     approx_ind = np.vstack([g[0] for g in got])
+    return score_neighbors(data, rows, approx_ind, neigh.metric, labels=labels)
+
+
+def sample_rows(n_rows: int, n_samples: int, random_state=0) -> np.ndarray:
+    """The sorted sample of rows :func:`knn_quality` checks."""
+    rng = np.random.default_rng(random_state)
+    return np.sort(rng.choice(n_rows, size=min(n_samples, n_rows), replace=False))
+
+
+def score_neighbors(data: RowBlocks, rows, approx_ind, metric: str, *, labels=None,
+                    exact=None) -> KNNQuality:
+    """Recall and agreement of neighbour lists ``approx_ind`` (``len(rows) x k``, global row
+    numbers, from any search) of rows ``rows`` of ``data``.
+
+    ``exact`` may pass a precomputed ``exact_neighbors(data, rows, k, metric)``, to score several
+    searches against one exact search.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    k = approx_ind.shape[1]
+    exact_ind, exact_dist = exact if exact is not None else exact_neighbors(data, rows, k, metric)
     # Distances recomputed here rather than trusted from the search.
     Q = take_rows(data, rows)
     N = take_rows(data, approx_ind.ravel())
     approx_dist = paired_distances(Q[np.repeat(np.arange(len(rows)), k)], N,
-                                   metric=neigh.metric).reshape(len(rows), k)
+                                   metric).reshape(len(rows), k)
     kth = exact_dist[:, -1:]
     hit = (approx_ind[:, :, None] == exact_ind[:, None, :]).any(axis=2)
     hit |= approx_dist <= kth * (1 + _RTOL) + _ATOL
+    hit &= approx_ind != rows[:, None]
     recall = float(hit.mean())
     if labels is None and data.labels is not None:
         labels = data.gather_labels()

@@ -27,8 +27,9 @@ class Graph:
 
     Attributes
     ----------
-    neighbors : Neighbors
-        The kNN lists the graph came from (and the indexes for new points).
+    neighbors : Neighbors or None
+        The kNN lists the graph came from (and the indexes for new points); None for a graph
+        given as a matrix (:meth:`from_scipy`).
     W : RowBlocks
         ``n_b x n`` CSR row blocks of ``W`` (global column numbers), partitioned like the data.
     weights : str
@@ -37,7 +38,7 @@ class Graph:
     symmetrize : str
     """
 
-    neighbors: Neighbors
+    neighbors: Neighbors | None
     W: RowBlocks
     weights: str
     t: float | None
@@ -46,6 +47,17 @@ class Graph:
     @property
     def n_rows(self) -> int:
         return self.W.n_rows
+
+    @classmethod
+    def from_scipy(cls, W, *, client, n_blocks: int | None = None) -> "Graph":
+        """A graph from a symmetric sparse weight matrix with zero diagonal, split into blocks."""
+        W = sp.csr_matrix(W, dtype=np.float64)
+        if W.shape[0] != W.shape[1]:
+            raise ValueError(f"W must be square, got shape {W.shape}")
+        if abs(W - W.T).max() > 1e-12 * max(abs(W).max(), 1.0) or W.diagonal().any():
+            raise ValueError("W must be symmetric with a zero diagonal")
+        return cls(None, RowBlocks.from_array(W, client=client, n_blocks=n_blocks),
+                   "given", None, "given")
 
     def to_scipy(self) -> sp.csr_matrix:
         """All of ``W`` on the driver (small graphs, tests)."""

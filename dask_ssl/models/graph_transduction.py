@@ -213,7 +213,8 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class of new rows by kNN averaging of F."""
-        return self.classes_[np.argmax(self._neighbor_scores(X), axis=1)]
+        scores = self._neighbor_scores(X)
+        return self.classes_[np.argmax(scores, axis=1)]
 
 
 def _normalize(F):

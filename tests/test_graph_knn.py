@@ -1,0 +1,91 @@
+"""Approximate kNN on row blocks: recall against exact search, ties, sparse cosine agreement."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_ssl.data.generators import g50c, rcv1_like, two_moons
+from dask_ssl.graph.knn import build_knn, query_knn
+from dask_ssl.graph.quality import exact_neighbors, knn_quality
+from dask_ssl.linalg.rowblocks import RowBlocks
+
+
+@pytest.fixture(scope="module")
+def kdd_subset(kdd99_path):
+    from dask_ssl.data.kdd99 import read_kdd99
+
+    X, y = read_kdd99(kdd99_path, n_rows=6000)
+    return sp.csr_matrix(X).toarray(), np.asarray(y)
+
+
+def _check_lists(neigh):
+    ind, dist = neigh.gather()
+    n = neigh.data.n_rows
+    assert ind.shape == (n, neigh.n_neighbors)
+    assert (ind >= 0).all() and (ind < n).all()
+    assert not (ind == np.arange(n)[:, None]).any(), "a row lists itself"
+    assert all(len(set(r)) == len(r) for r in ind[:200]), "a neighbour listed twice"
+    assert (np.diff(dist, axis=1) >= 0).all()
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 4])
+def test_dense_recall_with_indexes(client, kdd_subset, n_blocks):
+    """pynndescent per block plus cross-block queries: recall@10 >= 0.95 on three data sets."""
+    moons = two_moons(n=3000, noise=0.1, seed=1)
+    gauss = g50c(n=1100, seed=2)
+    for X, y in (moons, gauss, kdd_subset):
+        blocks = RowBlocks.from_array(X, client=client, n_blocks=n_blocks, y=y)
+        neigh = build_knn(blocks, 10, exact_below=0, random_state=0)
+        assert neigh.indexes is not None
+        _check_lists(neigh)
+        q = knn_quality(neigh, n_samples=300, random_state=n_blocks)
+        assert q.recall >= 0.95, (X.shape, n_blocks, q)
+
+
+def test_duplicates_and_ties(client):
+    """Every point 12 times: a row's duplicates are its nearest neighbours, itself excluded."""
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.standard_normal((250, 3)), 12, axis=0)
+    rng.shuffle(X)
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=3)
+    neigh = build_knn(blocks, 10, exact_below=0, random_state=0)
+    _check_lists(neigh)
+    ind, dist = neigh.gather()
+    exact_zero = (dist == 0).mean()
+    assert exact_zero >= 0.95
+    assert knn_quality(neigh, n_samples=300).recall >= 0.95
+
+
+def test_sparse_cosine_class_agreement(client):
+    X, y = rcv1_like(n_rows=3000, n_features=5000, seed=3)
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=2, y=y)
+    neigh = build_knn(blocks, 10, metric="cosine", exact_below=0, random_state=0)
+    _check_lists(neigh)
+    q = knn_quality(neigh, n_samples=400)
+    assert 0.0 < q.recall <= 1.0
+    assert q.agreement >= q.exact_agreement, q
+
+
+def test_exact_small_data_and_query(client):
+    X, y = two_moons(n=400, seed=4)
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=3, y=y)
+    neigh = build_knn(blocks, 7)
+    assert neigh.indexes is None
+    ind, dist = neigh.gather()
+    rows = np.arange(0, 400, 7)
+    e_ind, e_dist = exact_neighbors(blocks, rows, 7, "euclidean")
+    np.testing.assert_array_equal(ind[rows], e_ind)
+    np.testing.assert_allclose(dist[rows], e_dist, rtol=1e-5)
+    # New points: the nearest training rows, here without indexes (exact block search).
+    q_ind, _ = query_knn(neigh, X[:5] + 1e-9, 3)
+    assert (q_ind[:, 0] == np.arange(5)).all()
+
+
+def test_bad_parameters(client):
+    blocks = RowBlocks.from_array(np.random.default_rng(0).random((20, 2)), client=client)
+    with pytest.raises(ValueError, match="metric"):
+        build_knn(blocks, 5, metric="manhattan")
+    with pytest.raises(ValueError, match="smaller than the number of rows"):
+        build_knn(blocks, 20)
+    with pytest.raises(ValueError, match="positive integer"):
+        build_knn(blocks, 0)

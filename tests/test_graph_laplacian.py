@@ -1,0 +1,151 @@
+"""Edge weights, symmetrization, diagnostics, halo-exchange Laplacians and graph save/load."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components, laplacian
+
+from dask_ssl.graph.diagnostics import GraphWarning, graph_diagnostics, warn_graph
+from dask_ssl.graph.io import load_graph, save_graph
+from dask_ssl.graph.knn import build_knn
+from dask_ssl.graph.laplacian import LaplacianOperator
+from dask_ssl.graph.weights import Graph, build_graph, knn_graph
+from dask_ssl.linalg.rowblocks import RowBlocks
+
+
+def _random_graph(n, rng, isolated=()):
+    A = sp.random(n, n, density=4.0 / n, random_state=rng, format="csr")
+    W = sp.triu(A, k=1)
+    keep = np.ones(n)
+    keep[list(isolated)] = 0
+    K = sp.diags(keep)
+    W = (K @ (W + W.T) @ K).tocsr()
+    W.eliminate_zeros()
+    return W
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+def test_laplacian_powers_match_scipy(client, n_blocks):
+    rng = np.random.default_rng(n_blocks)
+    W = _random_graph(90, rng, isolated=(5, 40))
+    graph = Graph.from_scipy(W, client=client, n_blocks=n_blocks)
+    V = rng.standard_normal((90, 3))
+    for normalized in (False, True):
+        L = laplacian(W.toarray(), normed=normalized)
+        for p in (1, 2, 3):
+            op = LaplacianOperator(graph, normalized=normalized, p=p)
+            try:
+                got = op.matmat(V)
+            finally:
+                op.close()
+            np.testing.assert_allclose(got, np.linalg.matrix_power(L, p) @ V, atol=1e-10)
+
+
+def test_quadratic_form_identity(client):
+    rng = np.random.default_rng(7)
+    W = _random_graph(120, rng)
+    graph = Graph.from_scipy(W, client=client, n_blocks=3)
+    coo = sp.triu(W).tocoo()
+    d = np.asarray(W.sum(axis=1)).ravel()
+    for normalized in (False, True):
+        op = LaplacianOperator(graph, normalized=normalized)
+        f = rng.standard_normal(120)
+        g = f / np.sqrt(np.where(d > 0, d, 1.0)) if normalized else f
+        expected = np.sum(coo.data * (g[coo.row] - g[coo.col]) ** 2)
+        assert f @ op.matmat(f) == pytest.approx(expected, rel=1e-10)
+        op.close()
+
+
+def test_halo_exchange_moves_less_than_broadcast_on_local_graphs(client):
+    # A path graph in row order: each block needs one entry from each neighbouring block.
+    n = 300
+    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    graph = Graph.from_scipy(W, client=client, n_blocks=3)
+    op = LaplacianOperator(graph, normalized=False, p=2)
+    halo, broadcast = op.bytes_per_product(n_cols=4)
+    assert list(op.halo_sizes) == [1, 2, 1]
+    assert halo == 4 * 4 * 8 * 2 and broadcast == 2 * n * 4 * 8 * 2
+    np.testing.assert_allclose(op.matmat(np.arange(n, dtype=float)),
+                               laplacian(W.toarray()) @ laplacian(W.toarray()) @ np.arange(n))
+    op.close()
+
+
+def _directed_knn(X, k):
+    from sklearn.neighbors import NearestNeighbors
+
+    dist, ind = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    n = X.shape[0]
+    return sp.csr_matrix((dist[:, 1:].ravel(), (np.repeat(np.arange(n), k), ind[:, 1:].ravel())),
+                         shape=(n, n))
+
+
+def test_weights_and_symmetrization(client):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((200, 4))
+    D = _directed_knn(X, 6)
+    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=3), 6)
+    t = np.mean(D.data) ** 2 / 4
+    heat = D.copy()
+    heat.data = np.exp(-heat.data ** 2 / (4 * t))
+    binary = (D > 0).astype(float)
+    expected = {"max": lambda A: A.maximum(A.T), "mean": lambda A: (A + A.T) / 2,
+                "mutual": lambda A: A.minimum(A.T)}
+    for mode, sym in expected.items():
+        g = build_graph(neigh, weights="heat", symmetrize=mode)
+        assert g.t == pytest.approx(t, rel=1e-5)
+        np.testing.assert_allclose(g.to_scipy().toarray(), sym(heat).toarray(), atol=1e-6)
+        gb = build_graph(neigh, weights="binary", symmetrize=mode)
+        np.testing.assert_array_equal(gb.to_scipy().toarray(), sym(binary).toarray())
+    cos = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=2), 6, metric="cosine",
+                    weights="cosine")
+    Wc = cos.to_scipy()
+    i, j = Wc.nonzero()
+    sim = np.einsum("ij,ij->i", X[i], X[j]) / np.linalg.norm(X[i], axis=1) / np.linalg.norm(X[j], axis=1)
+    np.testing.assert_allclose(Wc.data, np.clip(sim, 0, None), atol=1e-6)
+    with pytest.raises(ValueError, match="needs metric='cosine'"):
+        build_graph(neigh, weights="cosine")
+    with pytest.raises(ValueError, match="symmetrize"):
+        build_graph(neigh, symmetrize="min")
+
+
+def test_diagnostics_find_components_and_isolated_rows(client):
+    rng = np.random.default_rng(5)
+    W = _random_graph(150, rng, isolated=(3, 77))
+    graph = Graph.from_scipy(W, client=client, n_blocks=3)
+    diag = graph_diagnostics(graph)
+    n_comp, labels = connected_components(W, directed=False)
+    assert diag.n_components == n_comp
+    deg = np.asarray(W.sum(axis=1)).ravel()
+    assert diag.n_isolated == (deg == 0).sum() >= 2
+    # Same partition of rows into components (labels may be numbered differently).
+    pairs = set(zip(diag.labels.tolist(), labels.tolist()))
+    assert len(pairs) == n_comp
+    assert diag.degree_max == pytest.approx(deg.max()) and diag.degree_min == 0
+    with pytest.warns(GraphWarning) as rec:
+        warn_graph(diag, labeled=np.arange(150) < 10)
+    text = " ".join(str(r.message) for r in rec)
+    assert "isolated" in text and "connected components" in text and "no labeled row" in text
+    connected = Graph.from_scipy(sp.diags([np.ones(9), np.ones(9)], [-1, 1]), client=client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_graph(graph_diagnostics(connected), labeled=np.arange(10) < 1)
+
+
+def test_save_and_load_roundtrip(client, tmp_path):
+    X = np.random.default_rng(6).standard_normal((150, 3))
+    data = RowBlocks.from_array(X, client=client, n_blocks=2)
+    g = knn_graph(data, 5, weights="heat", symmetrize="mean")
+    save_graph(g, tmp_path / "g")
+    back = load_graph(tmp_path / "g", data)
+    assert (back.to_scipy() != g.to_scipy()).nnz == 0
+    assert (back.t, back.weights, back.symmetrize) == (g.t, "heat", "mean")
+    np.testing.assert_array_equal(back.neighbors.gather()[0], g.neighbors.gather()[0])
+    other = RowBlocks.from_array(X, client=client, n_blocks=3)
+    with pytest.raises(ValueError, match="blocks"):
+        load_graph(tmp_path / "g", other)
+    npz = sorted((tmp_path / "g").glob("*.npz"))[0]
+    npz.write_bytes(npz.read_bytes()[:-3] + b"xyz")
+    with pytest.raises(ValueError, match="checksum"):
+        load_graph(tmp_path / "g", data)

@@ -1,0 +1,128 @@
+"""GraphTransduction: block CG on the workers, LabelSpreading limits, two moons, validation."""
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import laplacian
+from sklearn.semi_supervised import LabelSpreading
+
+from dask_ssl.data.generators import two_moons
+from dask_ssl.graph.laplacian import LaplacianOperator
+from dask_ssl.graph.system import GraphSystem
+from dask_ssl.graph.weights import knn_graph
+from dask_ssl.linalg.block_cg import block_cg
+from dask_ssl.linalg.rowblocks import RowBlocks
+from dask_ssl.models.graph_transduction import GraphTransduction
+
+
+@pytest.fixture(scope="module")
+def moons():
+    X, y = two_moons(n=400, noise=0.1, seed=0)
+    # The generator labels +1/-1; -1 would read as "unlabeled" here.
+    return X, (np.asarray(y) > 0).astype(int)
+
+
+def _one_label_per_class(y, seed=0):
+    rng = np.random.default_rng(seed)
+    ys = np.full(y.shape, -1)
+    for c in np.unique(y):
+        i = rng.choice(np.flatnonzero(y == c))
+        ys[i] = c
+    return ys
+
+
+def test_distributed_block_cg_equals_dense_solve(client, moons):
+    X, _ = moons
+    graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=3), 8)
+    W = graph.to_scipy().toarray()
+    a = np.where(np.arange(400) % 3 == 0, 1.0, 0.05)
+    B = np.random.default_rng(1).standard_normal((400, 3)) * (a[:, None] == 1)
+    B[:, 2] = 0.0  # a zero right-hand side converges at once and must stay zero
+    op = LaplacianOperator(graph, normalized=True, p=2)
+    A = 0.3 * np.linalg.matrix_power(laplacian(W, normed=True), 2) + np.diag(a)
+    system = GraphSystem(op, 0.3, a, B)
+    try:
+        res = block_cg(system, tol=1e-9, maxiter=2000)
+        X_cg = system.solution()
+    finally:
+        system.close()
+        op.close()
+    assert res.converged.all() and res.n_iter[2] == 0
+    np.testing.assert_allclose(X_cg, np.linalg.solve(A, B), atol=1e-7)
+
+
+def test_matches_label_spreading_fixed_point(client, moons):
+    """mu = 1, normalized L, gamma_I = alpha/(1-alpha): LabelSpreading's limit on the same graph."""
+    X, y = moons
+    rng = np.random.default_rng(2)
+    ys = np.full(400, -1)
+    lab = rng.choice(400, 40, replace=False)
+    ys[lab] = y[lab]
+    alpha = 0.9
+    gt = GraphTransduction(gamma_I=alpha / (1 - alpha), unlabeled_weight=1.0, tol=1e-10,
+                           client=client, n_blocks=2).fit(X, ys)
+    W = gt.graph_.to_scipy()
+    ls = LabelSpreading(kernel=lambda A, B: W, alpha=alpha, max_iter=5000, tol=1e-12).fit(X, ys)
+    np.testing.assert_allclose(gt.label_distributions_, ls.label_distributions_, atol=1e-6)
+    np.testing.assert_array_equal(gt.transduction_, ls.transduction_)
+
+
+def test_beats_label_spreading_with_one_label_per_class(client):
+    # The seeds' setting: 200 points, one label per class.
+    X, y = two_moons(n=200, noise=0.1, seed=0)
+    y = (np.asarray(y) > 0).astype(int)
+    ys = _one_label_per_class(y)
+    gt = GraphTransduction(gamma_I=1.0, n_neighbors=10, tol=1e-4, client=client,
+                           random_state=0).fit(X, ys)
+    ours = np.mean(gt.transduction_ != y)
+    ls = LabelSpreading(kernel="knn", n_neighbors=10).fit(X, ys)
+    theirs = np.mean(ls.transduction_ != y)
+    assert ours <= 0.02 and ours < theirs, (ours, theirs)
+    assert gt.n_iter_ > 0 and set(gt.classes_) == set(np.unique(y))
+    Xt, yt = two_moons(n=200, noise=0.1, seed=9)
+    yt = (np.asarray(yt) > 0).astype(int)
+    assert np.mean(gt.predict(Xt) != yt) <= 0.03
+    scores = gt.decision_function(Xt)
+    assert scores.shape == (200,)
+    np.testing.assert_array_equal(gt.classes_[(scores > 0).astype(int)], gt.predict(Xt))
+    proba = gt.predict_proba(Xt)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+    # Reusing the graph and seeding with the solution: same answer, hardly any work.
+    again = GraphTransduction(gamma_I=1.0, n_neighbors=10, tol=1e-4, client=client).fit(
+        X, ys, graph=gt.graph_, scores_init=gt.scores_)
+    assert again.n_iter_ <= 1
+    np.testing.assert_allclose(again.scores_, gt.scores_, atol=1e-3)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gamma_I": 0.0}, "gamma_I"),
+    ({"p": 0}, "p must be"),
+    ({"n_neighbors": 2.5}, "n_neighbors"),
+    ({"weights": "gauss"}, "weights"),
+    ({"metric": "l1"}, "metric"),
+    ({"unlabeled_weight": -1.0}, "unlabeled_weight"),
+    ({"n_neighbors": 30}, "smaller than the number of rows"),
+])
+def test_bad_parameters(client, change, message):
+    X = np.random.default_rng(0).random((30, 2))
+    y = np.r_[0, 1, [-1] * 28]
+    with pytest.raises(ValueError, match=message):
+        GraphTransduction(client=client, **change).fit(X, y)
+
+
+def test_bad_data(client):
+    X = np.random.default_rng(0).random((30, 2))
+    y = np.r_[0, 1, [-1] * 28]
+    est = GraphTransduction(n_neighbors=5, client=client)
+    bad = X.copy()
+    bad[4, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite value"):
+        est.fit(bad, y)
+    with pytest.raises(ValueError, match="29 entries but X has 30 rows"):
+        est.fit(X, y[:29])
+    with pytest.raises(ValueError, match="no labeled rows"):
+        est.fit(X, np.full(30, -1))
+    with pytest.raises(ValueError, match="only one labeled class.*looks like"):
+        est.fit(X, np.r_[1, 1, [-1] * 28])
+    with pytest.raises(ValueError, match="not fitted"):
+        est.predict(X)
