@@ -74,11 +74,13 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
         self.restarts_ = 0
         client = get_client(self.client)
         blocks = to_blocks(X, client, self.n_blocks)
+        marker = -1 if self.unlabeled is None else self.unlabeled
         if y is None:
             if not isinstance(X, RowBlocks) or X.labels is None:
                 raise ValueError("y is required unless X is a RowBlocks that carries labels")
             y = X.gather_labels()
-        classes, codes = encode_labels(y, blocks.n_rows, self.unlabeled)
+            marker = 0 if self.unlabeled is None else self.unlabeled
+        classes, codes = encode_labels(y, blocks.n_rows, marker)
         self._check_data(codes)
         n_labeled = int((codes >= 0).sum())
         weights = np.ones(blocks.n_rows) if sample_weight is None else np.asarray(

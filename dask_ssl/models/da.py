@@ -147,7 +147,7 @@ class DAS3VM(LinearSSLClassifier):
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, T0=10.0,
                  anneal_factor=1.5, epsilon=1e-6, max_stages=200, max_inner=100, tol=1e-6,
-                 max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1, client=None,
+                 max_iter=100, fit_intercept=True, solver="auto", unlabeled=None, client=None,
                  n_blocks=None, checkpoint=None, verbose=False):
         self.gamma = gamma
         self.gamma_u = gamma_u

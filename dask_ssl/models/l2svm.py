@@ -38,8 +38,9 @@ class L2SVM(LinearSSLClassifier):
     solver : {'auto', 'gram', 'cg'}, default='auto'
         'gram' assembles ``X^T C X`` on the blocks and solves by Cholesky (small d); 'cg'
         runs conjugate gradients with one round trip per iteration; 'auto' picks by d.
-    unlabeled : scalar, default=-1
-        Marker of unlabeled rows in y (scikit-learn convention; svmlight files use 0).
+    unlabeled : scalar, optional
+        Marker of unlabeled rows in y. Default: -1 (scikit-learn's convention) for a y passed
+        to ``fit``, 0 (svmlin / SVMlight's) for labels read with the data (``y=None``).
     client : distributed.Client, optional
         Client to run on; default: the current client, else a LocalCluster started on demand.
     n_blocks : int, optional
@@ -47,7 +48,7 @@ class L2SVM(LinearSSLClassifier):
     """
 
     def __init__(self, *, gamma=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
-                 solver="auto", unlabeled=-1, client=None, n_blocks=None):
+                 solver="auto", unlabeled=None, client=None, n_blocks=None):
         self.gamma = gamma
         self.tol = tol
         self.max_iter = max_iter

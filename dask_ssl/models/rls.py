@@ -27,7 +27,7 @@ class RLS(LinearSSLClassifier):
     """
 
     def __init__(self, *, gamma=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
-                 solver="auto", unlabeled=-1, client=None, n_blocks=None):
+                 solver="auto", unlabeled=None, client=None, n_blocks=None):
         self.gamma = gamma
         self.tol = tol
         self.max_iter = max_iter

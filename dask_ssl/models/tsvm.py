@@ -138,7 +138,7 @@ class TSVM(LinearSSLClassifier):
     """
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
-                 tol=1e-6, max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1,
+                 tol=1e-6, max_iter=100, fit_intercept=True, solver="auto", unlabeled=None,
                  client=None, n_blocks=None, checkpoint=None, max_inner=10000, verbose=False):
         self.gamma = gamma
         self.gamma_u = gamma_u
