@@ -1,0 +1,153 @@
+"""Laplacian product throughput and halo bytes; GraphTransduction vs scikit-learn LabelSpreading.
+
+    python benchmarks/bench_graph.py laplacian --rows 494021
+    python benchmarks/bench_graph.py transduction --rows 100000 --labeled 0.01
+
+``laplacian``: a kNN-like random graph (10 neighbours a row drawn within a window, so that row
+order carries locality, and a shuffled copy without it), split over a 2-worker LocalCluster.
+Throughput of the per-block kernel ``d x - A v`` (the work of a product) and of whole products
+through the workers, against the copy bandwidth of NumPy measured in the same run; bytes a
+product exchanges with halos against sending every block the rest of the vector.
+
+``transduction``: the KDD99 10% sample (attack vs normal), a fraction of rows labeled:
+GraphTransduction (approximate kNN graph on the workers + block CG) vs
+``LabelSpreading(kernel='knn')`` in one process, time and error on the unlabeled rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from distributed import Client, LocalCluster, wait
+
+from dask_ssl.graph.laplacian import LaplacianOperator
+from dask_ssl.graph.weights import Graph
+
+KDD99 = Path(__file__).resolve().parents[2] / "shared" / "data" / "kdd99" / "kddcup.data_10_percent.gz"
+
+
+def copy_bandwidth(n_bytes=400_000_000, repeats=5) -> float:
+    """GB/s of ``np.copyto`` (bytes read + bytes written)."""
+    a = np.ones(n_bytes // 8)
+    b = np.empty_like(a)
+    best = np.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.nbytes / best / 1e9
+
+
+def local_graph(n, k, window, rng):
+    rows = np.repeat(np.arange(n), k)
+    cols = np.clip(rows + rng.integers(-window, window + 1, size=rows.size), 0, n - 1)
+    keep = rows != cols
+    W = sp.csr_matrix((rng.random(keep.sum()), (rows[keep], cols[keep])), shape=(n, n))
+    return W.maximum(W.T).tocsr()
+
+
+def kernel_rate(A, d, v, n_b, repeats=5):
+    best = np.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        d[:, None] * v[:n_b] - A @ v
+        best = min(best, time.perf_counter() - t)
+    touched = A.data.nbytes + A.indices.nbytes + A.indptr.nbytes + v.nbytes + 2 * n_b * v.shape[1] * 8
+    return A.nnz / best, touched / best / 1e9
+
+
+def bench_laplacian(args):
+    bw = copy_bandwidth()
+    print(f"NumPy copy bandwidth: {bw:.2f} GB/s (one core)")
+    client = Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
+                                 silence_logs=logging.ERROR))
+    rng = np.random.default_rng(0)
+    W = local_graph(args.rows, 10, 2000, rng)
+    perm = rng.permutation(args.rows)
+    print("| graph | cols | kernel Mnnz/s | kernel GB/s | % of copy | product ms (workers) "
+          "| halo MB | broadcast MB |")
+    for name, G in (("row-local", W), ("shuffled", W[perm][:, perm].tocsr())):
+        graph = Graph.from_scipy(G, client=client, n_blocks=2)
+        op = LaplacianOperator(graph, normalized=True)
+        n_b = int(graph.W.sizes[0])
+        block = G[:n_b]
+        halo = np.unique(block.indices[block.indices >= n_b])
+        local = np.where(block.indices < n_b, block.indices,
+                         n_b + np.searchsorted(halo, block.indices))
+        A = sp.csr_matrix((block.data, local, block.indptr), shape=(n_b, n_b + halo.size))
+        d = np.ones(n_b)
+        for c in (1, 4):
+            v = rng.standard_normal((n_b + halo.size, c))
+            nnz_rate, gbs = kernel_rate(A, d, v, n_b)
+            store = op.new_store()
+            deps = op.scatter(store, "x", rng.standard_normal((args.rows, c)))
+            wait(deps)
+            t = time.perf_counter()
+            for _ in range(args.repeats):
+                deps = op.apply(store, "x", "y", deps)
+                wait(deps)
+            per = (time.perf_counter() - t) / args.repeats
+            op.release(store)
+            h, b = op.bytes_per_product(c)
+            print(f"| {name} | {c} | {nnz_rate / 1e6:.0f} | {gbs:.2f} | {100 * gbs / bw:.0f}% | "
+                  f"{per * 1e3:.0f} | {h / 1e6:.1f} | {b / 1e6:.1f} |")
+        op.close()
+
+
+def bench_transduction(args):
+    from sklearn.semi_supervised import LabelSpreading
+
+    from dask_ssl.data.kdd99 import read_kdd99
+    from dask_ssl.models.graph_transduction import GraphTransduction
+
+    X, y = read_kdd99(KDD99)
+    X = sp.csr_matrix(X).toarray().astype(np.float32)
+    y = (np.asarray(y) > 0).astype(int)
+    rng = np.random.default_rng(0)
+    if args.rows < X.shape[0]:
+        keep = np.sort(rng.choice(X.shape[0], args.rows, replace=False))
+        X, y = X[keep], y[keep]
+    ys = np.full(y.shape, -1)
+    lab = rng.choice(y.size, max(2, int(args.labeled * y.size)), replace=False)
+    ys[lab] = y[lab]
+    unl = ys == -1
+    print(f"KDD99 {X.shape}, {lab.size} labeled")
+    client = Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
+                                 silence_logs=logging.ERROR, memory_limit="11GB"))
+    # JIT warm-up of the workers' kNN indexes, kept out of the timing.
+    GraphTransduction(client=client, n_neighbors=10, tol=1e-2).fit(X[:6000], np.r_[0, 1, [-1] * 5998])
+    t = time.perf_counter()
+    gt = GraphTransduction(gamma_I=args.gamma, n_neighbors=10, tol=args.tol, client=client,
+                           random_state=0).fit(X, ys)
+    t_gt = time.perf_counter() - t
+    e_gt = np.mean(gt.transduction_[unl] != y[unl])
+    print(f"ours: {t_gt:.1f} s, {gt.n_iter_} block-CG passes, error {100 * e_gt:.2f}%")
+    t = time.perf_counter()
+    ls = LabelSpreading(kernel="knn", n_neighbors=10, n_jobs=1).fit(X, ys)
+    t_ls = time.perf_counter() - t
+    e_ls = np.mean(ls.transduction_[unl] != y[unl])
+    print(f"LabelSpreading(kernel='knn'): {t_ls:.1f} s, error {100 * e_ls:.2f}%")
+    print("| n | labeled | ours s | LS s | ratio | ours error % | LS error % |")
+    print(f"| {y.size} | {lab.size} | {t_gt:.1f} | {t_ls:.1f} | {t_gt / t_ls:.2f} | "
+          f"{100 * e_gt:.2f} | {100 * e_ls:.2f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["laplacian", "transduction"])
+    ap.add_argument("--rows", type=int, default=494021)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--labeled", type=float, default=0.01)
+    ap.add_argument("--gamma", type=float, default=1.0)
+    ap.add_argument("--tol", type=float, default=1e-4)
+    args = ap.parse_args()
+    bench_laplacian(args) if args.what == "laplacian" else bench_transduction(args)
+
+
+if __name__ == "__main__":
+    main()
