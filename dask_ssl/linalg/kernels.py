@@ -33,6 +33,8 @@ def weighted_normal_product(X, a: np.ndarray, p: np.ndarray, bias: bool) -> np.n
 
 @numba.njit(cache=True, nogil=True)
 def _csr_gram_rows(indptr, indices, data, rows, weights, G, bias_col):
+    """Upper triangle only (column >= row, whatever the order of a row's indices);
+    :func:`gram_rows` mirrors it."""
     for r in range(rows.shape[0]):
         i = rows[r]
         w = weights[r]
@@ -41,10 +43,11 @@ def _csr_gram_rows(indptr, indices, data, rows, weights, G, bias_col):
             j = indices[p]
             vj = data[p] * w
             for q in range(start, stop):
-                G[j, indices[q]] += vj * data[q]
+                k = indices[q]
+                if k >= j:
+                    G[j, k] += vj * data[q]
             if bias_col >= 0:
                 G[j, bias_col] += vj
-                G[bias_col, j] += vj
         if bias_col >= 0:
             G[bias_col, bias_col] += w
 
@@ -59,7 +62,7 @@ def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool) -> np.ndarra
     if sp.issparse(X):
         _csr_gram_rows(X.indptr, X.indices, X.data, rows.astype(np.int64),
                        weights.astype(np.float64), G, d if bias else -1)
-        return G
+        return G + np.triu(G, 1).T
     Xs = X[rows]
     G[:d, :d] = Xs.T @ (weights[:, None] * Xs)
     if bias:

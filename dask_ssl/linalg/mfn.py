@@ -69,7 +69,9 @@ def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
     st["a"] = a
     if not gram:
         return None, kernels.rmatvec(X, b, bias), loss
-    if full or "a_prev" not in st:
+    if not full and "a_prev" not in st:
+        raise workerstate.StateLost(f"block {i} has no Gram bookkeeping to update")
+    if full:
         rows = np.flatnonzero(a)
         G = kernels.gram_rows(X, rows, a[rows], bias)
         rhs = kernels.rmatvec(X, b, bias)
@@ -200,6 +202,12 @@ class MFNSolver:
         self.max_newton = max_newton
         self.max_cg = max_cg
         self.refresh_every = refresh_every
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the driver's Gram matrix (the workers' state was rebuilt)."""
+        self._G = self._rhs = None
+        self._assembles = 0
 
     @property
     def dim(self) -> int:
@@ -286,12 +294,14 @@ class MFNSolver:
         """
         w = np.zeros(self.dim) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
         step = None
-        G = rhs = None
         n_cg = 0
         history = []
         self._epilogue = epilogue
         for it in range(self.max_newton):
-            full = G is None or it % self.refresh_every == 0
+            # The Gram matrix carries over between solves (switches, stages): only rows whose
+            # cost or side of the margin changed are sent, with a full rebuild now and then.
+            full = self._G is None or self._assembles % self.refresh_every == 0
+            self._assembles += 1
             pro = prologue if (it == 0 and prologue is not None) else [None] * self.blocks.n_blocks
             per_block = [(p,) for p in pro]
             parts = self._map(ws_assemble, w, step, self.bias, self.gram, full,
@@ -301,9 +311,12 @@ class MFNSolver:
             if self.gram:
                 dG = np.sum([p[0] for p in parts], axis=0)
                 drhs = np.sum([p[1] for p in parts], axis=0)
-                G, rhs = (dG, drhs) if full else (G + dG, rhs + drhs)
-                H = G + gamma * np.eye(self.dim)
-                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
+                if full:
+                    self._G, self._rhs = dG, drhs
+                else:
+                    self._G, self._rhs = self._G + dG, self._rhs + drhs
+                H = self._G + gamma * np.eye(self.dim)
+                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), self._rhs)
             else:
                 rhs = np.sum([p[1] for p in parts], axis=0)
                 wbar, k = self._cg(gamma, rhs, w)
