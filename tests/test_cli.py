@@ -100,3 +100,24 @@ def test_fit_against_real_scheduler_and_workers(dask_processes, tmp_path):
     assert doc["estimator"] == "TSVM" and MODEL_FIELDS <= set(doc)
     assert len(np.loadtxt(tmp_path / "out.txt")) == 400
     assert [h["stage"] for h in doc["history"]] == list(range(len(doc["history"])))
+
+
+@pytest.mark.cluster
+def test_detached_fit_finishes_after_the_submitter_exits(dask_processes, tmp_path):
+    import time
+
+    cluster = dask_processes(n_workers=2)
+    data = tmp_path / "train.svm"
+    write_problem(data, unlabeled_every=3)
+    model = tmp_path / "model"
+    done = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "fit", "--scheduler",
+                           cluster.address, "--data", str(data), "--algorithm", "tsvm",
+                           "--model-out", str(model), "--detach"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "submitted" in done.stdout
+    deadline = time.time() + 300
+    while not (model / "model.json").exists():
+        assert time.time() < deadline, "the detached fit wrote no model"
+        time.sleep(0.5)
+    assert json.loads((model / "model.json").read_text())["estimator"] == "TSVM"
