@@ -165,12 +165,15 @@ class Run:
         return est
 
     def _graph(self, train):
-        from ..graph.knn import build_knn
+        """The weighted kNN graph of the training rows, for estimators whose fit takes one."""
+        from ..graph import build_graph, build_knn
 
         g = self.doc["graph"]
         with self.progress.phase("graph"):
-            return build_knn(train, g.get("n_neighbors", 10), metric=g.get("metric", "euclidean"),
-                             random_state=g.get("seed", 0))
+            neigh = build_knn(train, g.get("n_neighbors", 10), metric=g.get("metric", "euclidean"),
+                              random_state=g.get("seed", 0))
+            return build_graph(neigh, weights=g.get("weights", "heat"),
+                               symmetrize=g.get("symmetrize", "max"))
 
     def _metric(self) -> str:
         return self.doc["evaluation"]["promote"]["metric"]

@@ -133,6 +133,8 @@ def workflow_schema(estimators: dict, generators: dict) -> dict:
                 "type": "object", "additionalProperties": False,
                 "properties": {"n_neighbors": _POSITIVE_INT,
                                "metric": {"enum": ["euclidean", "cosine"]},
+                               "weights": {"enum": ["heat", "binary", "cosine"]},
+                               "symmetrize": {"enum": ["max", "mean", "mutual"]},
                                "seed": {"type": "integer", "minimum": 0}},
             },
             "estimator": _estimator_schema(estimators),
