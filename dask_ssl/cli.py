@@ -247,7 +247,7 @@ def main(argv=None) -> int:
         logging.basicConfig(level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        if getattr(args, "detach", False):
+        if args.command == "fit" and args.detach:
             return cmd_detach(args, list(sys.argv[1:] if argv is None else argv))
         return args.func(args)
     except (CLIError, ValueError, FileNotFoundError) as exc:

@@ -115,6 +115,8 @@ def da(X, y, gamma, gamma_u, r, T0=10.0, R=1.5, eps=1e-6):
             if kl < u * eps:
                 break
         path.append(obj)
-        if np.sum(entr(pu) + entr(1 - pu)) < u * eps:
+        H = np.sum(entr(pu) + entr(1 - pu))
+        if H < u * eps or (len(path) > 1 and abs(H_prev - H) < u * eps):
             return path, best
+        H_prev = H
         T /= R

@@ -139,3 +139,12 @@ def test_all_or_no_rows_labeled(client, data, cls):
         cls(unlabeled=0, client=client).fit(X, y)
     with pytest.raises(ValueError, match="no labeled rows"):
         cls(unlabeled=0, client=client).fit(X, np.zeros_like(y))
+
+
+def test_warm_started_tsvm_skips_the_ramp(client, data):
+    X, yl, _ = data
+    common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
+    cold = TSVM(**common).fit(X, yl)
+    warm = TSVM(**common).fit(X, yl, coef_init=cold.coef_with_bias())
+    assert [h["gamma_u"] for h in warm.history_[1:]] == [0.5]
+    assert warm.objective_ <= cold.objective_ * (1 + 1e-9)

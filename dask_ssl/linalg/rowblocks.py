@@ -134,7 +134,8 @@ class RowBlocks:
     def owners(self, refresh: bool = False) -> list[str]:
         """Address of the worker that holds each block."""
         if self._owners is None or refresh:
-            wait(self.blocks)
+            with self.client.as_current():
+                wait(self.blocks)
             who = self.client.who_has(self.blocks)
             self._owners = [sorted(who[f.key])[0] if who.get(f.key) else None for f in self.blocks]
         return self._owners
@@ -164,7 +165,8 @@ class RowBlocks:
         try:
             while True:
                 try:
-                    wait(futs, timeout=POLL_SECONDS)
+                    with self.client.as_current():
+                        wait(futs, timeout=POLL_SECONDS)
                     break
                 except TimeoutError:
                     alive = set(self.client.scheduler_info(n_workers=-1)["workers"])

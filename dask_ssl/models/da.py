@@ -136,7 +136,9 @@ class DAS3VM(LinearSSLClassifier):
         R: T is divided by it after every stage.
     epsilon : float, default=1e-6
         Inner loop ends when KL(p, q) < u epsilon; annealing ends when the entropy of p
-        falls below u epsilon.
+        falls below u epsilon (6.4.3), or when it changes by less than u epsilon over a stage:
+        identical unlabeled rows share one p, and where the balance splits such a group its
+        p stays fractional at any T (KDD99 has thousands of duplicate records).
     max_stages : int, default=200
         Bound on temperatures (svmlin also bounds its loops).
     max_inner : int, default=100
@@ -246,9 +248,10 @@ class DADriver:
                   "kl": kl, "inner": inner, "mean_p": sum(p[2] for p in parts) / self.u,
                   "seconds": time.perf_counter() - t0,
                   "round_trips": self.blocks.round_trips}
+        stalled = bool(self.history) and abs(self.history[-1]["entropy"] - entropy) < self.u * est.epsilon
         self.history.append(record)
         self.stage += 1
-        if entropy < self.u * est.epsilon or self.stage >= est.max_stages:
+        if entropy < self.u * est.epsilon or stalled or self.stage >= est.max_stages:
             self.done = True
         else:
             self.T /= est.anneal_factor
@@ -266,6 +269,7 @@ class DADriver:
 
     def restore(self, doc: dict, arrays: dict):
         init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
+        self.solver.reset()
         self.stage = doc["stage"]
         self.T = doc["T"]
         self.nu = doc["nu"]

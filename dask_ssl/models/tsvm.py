@@ -135,6 +135,12 @@ class TSVM(LinearSSLClassifier):
         Bound on switch-and-retrain rounds per stage (termination is finite anyway, Prop 6.3.1).
     verbose : bool, default=False
         Print a progress line per stage.
+
+    Notes
+    -----
+    ``fit(..., coef_init=W)`` seeds stage 0 with W and skips the gamma' ramp, which protects a
+    cold start from poor local minima but is not needed when a retrain starts near its
+    answer; a cold start follows the thesis exactly.
     """
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
@@ -197,6 +203,7 @@ class TSVMDriver:
         self.max_pairs = est.max_switches or max(1, self.u // 2)
         self.solver = est._solver(blocks, token)
         self.w = None
+        self.warm = False
         self.stage = 0
         self.gamma_u_cur = 0.0
         self.history = []
@@ -211,7 +218,9 @@ class TSVMDriver:
             res = self.solver.solve(self.w, est.gamma)
             outputs = self.blocks.map(ws_unlabeled_outputs, self.token)
             thr, ties = threshold_rule(outputs, self.r)
-            g = min(GAMMA_U_START, est.gamma_u)
+            # Seeded from an earlier model (a retrain), the ramp that protects a cold start
+            # from poor local minima is not needed: start at the final gamma'.
+            g = est.gamma_u if self.warm else min(GAMMA_U_START, est.gamma_u)
             self.blocks.map(ws_threshold, self.token, thr, g / self.u,
                             per_block=[(t,) for t in ties])
             self.w = res.w
@@ -250,7 +259,10 @@ class TSVMDriver:
 
     def snapshot(self) -> tuple[dict, dict]:
         """Small state as JSON, per-row temporary labels as arrays (int8: u bytes)."""
+        if self.stage == 0:
+            self.warm = self.w is not None
         doc = {"kind": self.kind, "stage": self.stage, "gamma_u_cur": self.gamma_u_cur,
+               "warm": self.warm,
                "done": self.done, "history": self.history, "n_switches": self.n_switches,
                "r": self.r}
         arrays = {"w": np.zeros(0) if self.w is None else np.asarray(self.w, dtype=np.float64)}
@@ -261,8 +273,10 @@ class TSVMDriver:
     def restore(self, doc: dict, arrays: dict):
         """Rebuild every block's state from a snapshot (after a lost worker, or on resume)."""
         init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
+        self.solver.reset()
         self.stage = doc["stage"]
         self.gamma_u_cur = doc["gamma_u_cur"]
+        self.warm = doc["warm"]
         self.done = doc["done"]
         self.history = list(doc["history"])
         self.n_switches = doc["n_switches"]
