@@ -43,21 +43,24 @@ def connect(args):
     return client
 
 
-def read_data(path: str, fmt: str, client, n_features=None):
-    """Read a training or prediction file into row blocks with labels.
+def read_data(path: str, fmt: str, client, n_features=None, encoding=None):
+    """Read a training or prediction file into row blocks with labels (0 = unlabeled).
 
-    Returns ``(blocks, unlabeled_marker)``: svmlight files mark unlabeled rows with label 0.
+    Returns ``(blocks, encoding)``: for KDD99 CSV the column encoding (categories, maxima) that
+    a prediction file must be read with, as a dict for ``model.json``; None for svmlight.
     """
     from .data.svmlight import read_svmlight
 
     if fmt == "auto":
         fmt = "kdd99" if "kddcup" in Path(path).name else "svmlight"
     if fmt == "svmlight":
-        return read_svmlight(path, client=client, n_features=n_features), 0
+        return read_svmlight(path, client=client, n_features=n_features), None
     if fmt == "kdd99":
-        from .data.kdd99 import read_kdd99
+        from .data.kdd99 import KDD99Encoding, read_kdd99
 
-        return read_kdd99(path, client=client), 0
+        given = None if encoding is None else KDD99Encoding.from_dict(encoding)
+        blocks, enc = read_kdd99(path, client=client, encoding=given, return_encoding=True)
+        return blocks, enc.to_dict()
     raise CLIError(f"unknown data format {fmt!r}")
 
 
@@ -117,7 +120,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
         (ckpt / JOB_FILE).write_text(json.dumps(job_arguments(args), indent=2))
     client = connect(args)
     est.client = client
-    blocks, _ = read_data(args.data, args.format, client)
+    blocks, encoding = read_data(args.data, args.format, client)
     y = hide_labels(blocks, args.labeled, args.seed) if args.labeled else blocks.gather_labels()
     est.fit(blocks, y, resume=resume)
     est.client = None
@@ -129,8 +132,10 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     if (~mask & (truth != 0)).any():
         hidden = ~mask & (truth != 0)
         metrics["error_unlabeled"] = float(np.mean(predicted[hidden] != truth[hidden]))
-    save_model(est, args.model_out, metrics=metrics, extra={
-        "data": str(args.data), "round_trips": int(blocks.round_trips)})
+    extra = {"data": str(args.data), "round_trips": int(blocks.round_trips)}
+    if encoding is not None:
+        extra["kdd99_encoding"] = encoding
+    save_model(est, args.model_out, metrics=metrics, extra=extra)
     if args.outputs:
         write_outputs(args.outputs, scores)
     objective = est.objective_
@@ -195,7 +200,8 @@ def cmd_predict(args) -> int:
 
     model = load_model(args.model)
     client = connect(args)
-    blocks, _ = read_data(args.data, args.format, client, n_features=model.n_features_in_)
+    blocks, _ = read_data(args.data, args.format, client, n_features=model.n_features_in_,
+                          encoding=model.model_document_.get("kdd99_encoding"))
     write_outputs(args.outputs, model.decision_function(blocks))
     return 0
 

@@ -13,6 +13,10 @@ from ._procs import DaskProcesses
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
+# distributed binds its log handler to the stderr of import time, which is pytest's capture
+# file: INFO lines from the session cluster's shutdown would be written after it is closed.
+logging.getLogger("distributed").setLevel(logging.WARNING)
+
 
 @pytest.fixture(scope="session")
 def client():

@@ -121,3 +121,22 @@ def test_detached_fit_finishes_after_the_submitter_exits(dask_processes, tmp_pat
         assert time.time() < deadline, "the detached fit wrote no model"
         time.sleep(0.5)
     assert json.loads((model / "model.json").read_text())["estimator"] == "TSVM"
+
+
+def test_kdd99_model_predicts_with_its_training_encoding(client, kdd99_path, tmp_path):
+    import gzip
+
+    lines = gzip.open(kdd99_path, "rt").readlines()
+    train, test = tmp_path / "kddcup-train.csv", tmp_path / "kddcup-test.csv"
+    train.write_text("".join(lines[:3000]))
+    # a later file with fewer categories must still land in the training columns
+    test.write_text("".join(lines[100000:100300]))
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(train), "--gamma", "0.01", "--model-out", str(model),
+                     "--outputs", str(tmp_path / "fit.out")]) == 0
+        assert main(["predict", "--model", str(model), "--data", str(test),
+                     "--outputs", str(tmp_path / "pred.out")]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert "kdd99_encoding" in doc
+    assert np.loadtxt(tmp_path / "pred.out").shape == (300,)
