@@ -19,7 +19,7 @@ from dask_ssl.models import DAS3VM, TSVM
 pytestmark = pytest.mark.cluster
 
 
-def write_clusters(path, n=1500, d=8, n_labeled=10, seed=0):
+def write_clusters(path, n=600, d=6, n_labeled=10, seed=0):
     rng = np.random.default_rng(seed)
     y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
     X = rng.normal(size=(n, d))
@@ -49,7 +49,7 @@ def wait_for_stage(checkpoint, stage, proc=None, timeout=240):
 
 @pytest.mark.parametrize("cls, params", [
     (TSVM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4)),
-    (DAS3VM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4)),
+    (DAS3VM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, T0=2.0)),
 ])
 def test_killed_worker_does_not_change_objective(dask_processes, tmp_path, cls, params):
     cluster = dask_processes(n_workers=3)

@@ -7,6 +7,7 @@ one *round trip*: a task per block that runs on the worker holding it and return
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 
@@ -162,19 +163,22 @@ class RowBlocks:
         """
         futs = self.submit(fn, *args, per_block=per_block, key=key)
         self.round_trips += 1
+
+        async def gather_within():
+            return await asyncio.wait_for(self.client._gather(futs), POLL_SECONDS)
+
         try:
             while True:
                 try:
-                    with self.client.as_current():
-                        wait(futs, timeout=POLL_SECONDS)
-                    break
-                except TimeoutError:
+                    # a bounded gather, not wait-then-gather: a result whose worker dies
+                    # before it is fetched would otherwise be waited for forever
+                    return self.client.sync(gather_within)
+                except (TimeoutError, asyncio.TimeoutError):
                     alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
                     gone = [i for i, w in enumerate(self._owners) if w not in alive]
                     if gone:
                         self.client.cancel(futs)
                         raise StateLost(f"worker of block(s) {gone} left the cluster") from None
-            return self.client.gather(futs)
         except BaseException:
             self._owners = None
             raise
