@@ -1,6 +1,6 @@
 """Partitioned approximate kNN (k = 10) on a 2-worker LocalCluster vs pynndescent in one process.
 
-    python benchmarks/bench_knn.py --data kdd99            # KDD99 10% sample, dense, euclidean
+    python benchmarks/bench_knn.py --data kdd99 --rows 494021   # KDD99 10% sample, dense, euclidean
     python benchmarks/bench_knn.py --data rcv1 --rows 200000   # RCV1-like, sparse, cosine
     python benchmarks/bench_knn.py --data kdd99 --replicate 10 --no-peer   # kdd99-scale (4.9 M)
 
@@ -37,7 +37,11 @@ def _load(args):
         from dask_ssl.data.kdd99 import read_kdd99
 
         X, y = read_kdd99(KDD99, replicate=args.replicate)
-        return sp.csr_matrix(X).toarray().astype(np.float32), np.asarray(y), "euclidean"
+        X, y = sp.csr_matrix(X), np.asarray(y)
+        if args.rows < X.shape[0]:
+            keep = np.sort(np.random.default_rng(0).choice(X.shape[0], args.rows, replace=False))
+            X, y = X[keep], y[keep]
+        return X.toarray().astype(np.float32), y, "euclidean"
     from dask_ssl.data.generators import rcv1_like
 
     X, y = rcv1_like(n_rows=args.rows, seed=0)
@@ -47,7 +51,8 @@ def _load(args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", choices=["kdd99", "rcv1"], default="kdd99")
-    ap.add_argument("--rows", type=int, default=200000)
+    ap.add_argument("--rows", type=int, default=200000,
+                    help="rows of RCV1-like data; for KDD99 a random subset when smaller")
     ap.add_argument("--replicate", type=int, default=1)
     ap.add_argument("--blocks", type=int, default=2)
     ap.add_argument("--epsilon", type=float, default=0.1)
