@@ -71,7 +71,8 @@ class DaskProcesses:
     def wait_for_workers(self, n: int, timeout: float = 60) -> None:
         from distributed import Client
 
-        with Client(self.address, timeout=timeout, **self.client_kwargs()) as c:
+        with Client(self.address, timeout=timeout, set_as_default=False,
+                    **self.client_kwargs()) as c:
             c.wait_for_workers(n, timeout=timeout)
 
     def client_kwargs(self) -> dict:

@@ -55,7 +55,7 @@ def test_killed_worker_does_not_change_objective(dask_processes, tmp_path, cls, 
     cluster = dask_processes(n_workers=3)
     data = tmp_path / "train.svm"
     write_clusters(data)
-    with Client(cluster.address) as client:
+    with Client(cluster.address, set_as_default=False) as client:
         blocks = read_svmlight(str(data), client=client, n_blocks=6)
         clean = cls(unlabeled=0, client=client, **params).fit(blocks)
         checkpoint = tmp_path / "ckpt"

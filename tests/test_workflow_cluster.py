@@ -118,7 +118,7 @@ def test_detached_run_over_tls(dask_processes, tmp_path, capsys):
     with pytest.raises(OSError):
         asyncio.run(identify(procs.address, str(certs / "ca.pem")))
     with pytest.raises((OSError, TimeoutError)):
-        Client(procs.address.replace("tls://", "tcp://"), timeout="3s")
+        Client(procs.address.replace("tls://", "tcp://"), timeout="3s", set_as_default=False)
 
     run_dir = submit(procs.address, tmp_path, env=env,
                      extra=["--set", "outputs.performance_report=false"])
