@@ -98,7 +98,8 @@ def load_graph(url: str, data: RowBlocks) -> Graph:
     W = [client.submit(_first, p, workers=[owners[b]], pure=False) for b, p in enumerate(pairs)]
     parts = [client.submit(_second, p, workers=[owners[b]], pure=False)
              for b, p in enumerate(pairs)]
-    wait(W + parts)
+    with client.as_current():  # wait() alone needs a default client
+        wait(W + parts)
     for f in W:
         if f.status == "error":
             f.result()

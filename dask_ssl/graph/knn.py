@@ -167,7 +167,8 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
                     workers=[owners[c]], allow_other_workers=True, pure=False))
     parts = data.submit(_merge_block, per_block=[(own[b], k, *cands[b])
                                                  for b in range(data.n_blocks)])
-    wait(parts)
+    with client.as_current():  # wait() alone needs a default client
+        wait(parts)
     for f in parts:
         if f.status == "error":
             f.result()
@@ -185,7 +186,8 @@ def _build_exact(data: RowBlocks, k: int, metric: str) -> Neighbors:
     blocks = [(b, int(o)) for b, o in zip(data.blocks, data.offsets[:-1])]
     parts = data.submit(_exact_own, k, metric, blocks,
                         per_block=[(int(o),) for o in data.offsets[:-1]])
-    wait(parts)
+    with data.client.as_current():  # wait() alone needs a default client
+        wait(parts)
     return Neighbors(data, parts, None, k, metric)
 
 

@@ -164,7 +164,8 @@ def build_graph(neigh: Neighbors, *, weights: str = "heat", t: float | None = No
     blocks = [client.submit(_symmetric, b, data.blocks[b], directed[b], n, symmetrize,
                             *pieces[b], workers=[owners[b]], allow_other_workers=True,
                             pure=False) for b in range(B)]
-    wait(blocks)
+    with client.as_current():  # wait() alone needs a default client
+        wait(blocks)
     for f in blocks:
         if f.status == "error":
             f.result()
