@@ -95,7 +95,7 @@ def da(X, y, gamma, gamma_u, r, T0=10.0, R=1.5, eps=1e-6):
     p = np.where(lab, 0.0, r)
     w = np.zeros(Xa.shape[1])
     T = T0
-    path, best = [], (np.inf, None)
+    path, best, H_prev = [], (np.inf, None), np.inf
     while True:
         while True:
             w = mfn(Xa, cl * (y > 0) + cu * p * ~lab, cl * (y < 0) + cu * (1 - p) * ~lab, gamma, w)
@@ -116,7 +116,7 @@ def da(X, y, gamma, gamma_u, r, T0=10.0, R=1.5, eps=1e-6):
                 break
         path.append(obj)
         H = np.sum(entr(pu) + entr(1 - pu))
-        if H < u * eps or (len(path) > 1 and abs(H_prev - H) < u * eps):
+        if H < u * eps or abs(H_prev - H) < u * eps:
             return path, best
         H_prev = H
         T /= R

@@ -9,7 +9,8 @@ from scipy.special import entr, expit, logit, rel_entr
 
 from ..linalg import workerstate
 from ..linalg.kernels import matvec
-from ._s3vm import s3vm_arrays, tsvm_objective, tsvm_objective_parts
+from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_objective,
+                    tsvm_objective_parts)
 from .base import LinearSSLClassifier, check_positive
 from .l2svm import init_blocks
 from .tsvm import TSVM
@@ -171,22 +172,16 @@ class DAS3VM(LinearSSLClassifier):
 
     def _check_params(self) -> None:
         super()._check_params()
-        check_positive("gamma_u", self.gamma_u, allow_zero=True)
+        check_s3vm_params(self)
         check_positive("T0", self.T0)
         check_positive("epsilon", self.epsilon)
         if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
             raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
-        if self.pos_fraction is not None and not (
-                isinstance(self.pos_fraction, (int, float, np.floating))
-                and 0.0 < self.pos_fraction < 1.0):
-            raise ValueError(f"pos_fraction must be in (0, 1), got {self.pos_fraction!r}")
 
     _check_data = TSVM._check_data
 
     def _fit_binary(self, blocks, y, costs, w0, token):
-        r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
-        if not 0.0 < r < 1.0:
-            raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
+        r = positive_fraction(self, y)
         return self._run_stages(DADriver(self, blocks, y, costs, r, token), w0)
 
 

@@ -8,8 +8,9 @@ import numpy as np
 
 from ..linalg import workerstate
 from ..linalg.mfn import final_outputs
-from ._s3vm import s3vm_arrays, tsvm_objective, tsvm_objective_parts, ws_get, ws_unlabeled_outputs
-from .base import LinearSSLClassifier, check_positive
+from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_objective,
+                    tsvm_objective_parts, ws_get, ws_unlabeled_outputs)
+from .base import LinearSSLClassifier
 from .l2svm import init_blocks
 
 #: svmlin's starting gamma' and its growth factor per stage (thesis 6.3.1).
@@ -163,11 +164,7 @@ class TSVM(LinearSSLClassifier):
 
     def _check_params(self) -> None:
         super()._check_params()
-        check_positive("gamma_u", self.gamma_u, allow_zero=True)
-        if self.pos_fraction is not None and not (
-                isinstance(self.pos_fraction, (int, float, np.floating))
-                and 0.0 < self.pos_fraction < 1.0):
-            raise ValueError(f"pos_fraction must be in (0, 1), got {self.pos_fraction!r}")
+        check_s3vm_params(self)
         if self.max_switches is not None and not (
                 isinstance(self.max_switches, (int, np.integer)) and self.max_switches >= 1):
             raise ValueError(f"max_switches must be an integer >= 1 or None, got {self.max_switches!r}")
@@ -178,9 +175,7 @@ class TSVM(LinearSSLClassifier):
                              "fully labeled data)")
 
     def _fit_binary(self, blocks, y, costs, w0, token):
-        r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
-        if not 0.0 < r < 1.0:
-            raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
+        r = positive_fraction(self, y)
         return self._run_stages(TSVMDriver(self, blocks, y, costs, r, token), w0)
 
 
