@@ -208,6 +208,9 @@ class TSVMDriver:
     # protocol ------------------------------------------------------------------------------
     def run_stage(self):
         t0 = time.perf_counter()
+        # Every stage starts from a full Gram build, as a stage rerun after a lost worker
+        # does: the two then follow the same arithmetic to the same result.
+        self.solver.reset()
         est = self.est
         if self.stage == 0:
             res = self.solver.solve(self.w, est.gamma)
