@@ -16,6 +16,7 @@ uninterrupted run reaches.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -28,7 +29,9 @@ from .checkpoint import load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
 
-RECOVERABLE = (StateLost, KilledWorker, FutureCancelledError)
+#: What a lost worker can surface as in the driver: our own check, Dask's verdict on a task,
+#: a cancelled future, or a connection closed mid-transfer (CommClosedError is an OSError).
+RECOVERABLE = (StateLost, KilledWorker, FutureCancelledError, asyncio.CancelledError, OSError)
 
 
 class StageLoop:
