@@ -19,7 +19,29 @@ def init_blocks(blocks, token: str, arrays: dict) -> None:
     blocks.map(ws_init, token, per_block=per_block, key="init")
 
 
-class L2SVM(LinearSSLClassifier):
+class SupervisedMFN(LinearSSLClassifier):
+    """What L2SVM and RLS share: one L2-SVM-MFN solve on the labeled rows' per-row costs,
+    which a subclass supplies through ``_row_arrays(y, costs)``."""
+
+    def __init__(self, *, gamma=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
+                 solver="auto", unlabeled=None, client=None, n_blocks=None):
+        self.gamma = gamma
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+
+    def _fit_binary(self, blocks, y, costs, w0, token):
+        init_blocks(blocks, token, self._row_arrays(y, costs))
+        res = self._solver(blocks, token).solve(w0, self.gamma)
+        return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
+                "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}
+
+
+class L2SVM(SupervisedMFN):
     """Linear SVM with squared hinge loss, trained by L2-SVM-MFN on row blocks.
 
     Minimizes ``gamma/2 ||w||^2 + 1/(2l) sum_{labeled} c_i max(0, 1 - y_i w^T x_i)^2`` (thesis
@@ -47,19 +69,5 @@ class L2SVM(LinearSSLClassifier):
         Blocks to split in-memory X into (default: one per worker thread).
     """
 
-    def __init__(self, *, gamma=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
-                 solver="auto", unlabeled=None, client=None, n_blocks=None):
-        self.gamma = gamma
-        self.tol = tol
-        self.max_iter = max_iter
-        self.fit_intercept = fit_intercept
-        self.solver = solver
-        self.unlabeled = unlabeled
-        self.client = client
-        self.n_blocks = n_blocks
-
-    def _fit_binary(self, blocks, y, costs, w0, token):
-        init_blocks(blocks, token, hinge_costs(y, costs))
-        res = self._solver(blocks, token).solve(w0, self.gamma)
-        return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
-                "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}
+    def _row_arrays(self, y, costs):
+        return hinge_costs(y, costs)
