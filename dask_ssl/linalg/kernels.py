@@ -33,23 +33,24 @@ def weighted_normal_product(X, a: np.ndarray, p: np.ndarray, bias: bool) -> np.n
 
 @numba.njit(cache=True, nogil=True)
 def _csr_gram_rows(indptr, indices, data, rows, weights, G, bias_col):
-    """Upper triangle only (column >= row, whatever the order of a row's indices);
-    :func:`gram_rows` mirrors it."""
+    """Upper triangle only (indices sorted within each row, so column >= row is q >= p);
+    :func:`gram_rows` mirrors it. ``G`` is addressed flat: the 2-D index arithmetic was a
+    third of the time of this loop."""
+    size = G.shape[0]
+    flat = G.ravel()
     for r in range(rows.shape[0]):
         i = rows[r]
         w = weights[r]
         start, stop = indptr[i], indptr[i + 1]
         for p in range(start, stop):
-            j = indices[p]
             vj = data[p] * w
-            for q in range(start, stop):
-                k = indices[q]
-                if k >= j:
-                    G[j, k] += vj * data[q]
+            base = indices[p] * size
+            for q in range(p, stop):
+                flat[base + indices[q]] += vj * data[q]
             if bias_col >= 0:
-                G[j, bias_col] += vj
+                flat[base + bias_col] += vj
         if bias_col >= 0:
-            G[bias_col, bias_col] += w
+            flat[bias_col * size + bias_col] += w
 
 
 def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool) -> np.ndarray:
@@ -60,6 +61,8 @@ def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool) -> np.ndarra
     if rows.size == 0:
         return G
     if sp.issparse(X):
+        if not X.has_sorted_indices:
+            X = X.sorted_indices()
         _csr_gram_rows(X.indptr, X.indices, X.data, rows.astype(np.int64),
                        weights.astype(np.float64), G, d if bias else -1)
         return G + np.triu(G, 1).T
@@ -111,41 +114,73 @@ def loss_sum(o, cpos, cneg, csq, tsq):
 
 
 @numba.njit(cache=True, nogil=True)
+def _add_on_range(acc, ka, kb, lin, quad, const):
+    acc[0, ka] += lin
+    acc[1, ka] += quad
+    acc[2, ka] += const
+    acc[0, kb] -= lin
+    acc[1, kb] -= quad
+    acc[2, kb] -= const
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_at_or_above(deltas, x):
+    lo, hi = 0, deltas.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if deltas[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
 def line_derivatives(o, dd, cpos, cneg, csq, tsq, deltas):
-    """Loss part of phi'(delta), its slope phi'' (right limit) and phi at each candidate delta.
+    """Loss part of phi'(delta), its slope phi'' (right limit) and phi at each candidate delta
+    (increasing, ``deltas[0] = 0``).
 
     Also counts, per interval (deltas[k-1], deltas[k]], the breakpoints inside it so the driver
     knows how much a second, exact pass over one interval will ship.
+
+    A hinge term is active on one side of its breakpoint, so on a contiguous run of candidates:
+    each term is added to a difference array over its run (found by bisection) and prefix sums
+    give every candidate's totals, O(n log K) instead of O(n K).
     """
     K = deltas.shape[0]
-    der = np.zeros(K)
-    slope = np.zeros(K)
-    val = np.zeros(K)
+    # rows: sum of c (o - t) d, of c d^2, of c/2 (o - t)^2 over the terms active at delta_k
+    acc = np.zeros((3, K + 1))
     counts = np.zeros(K, dtype=np.int64)
     for i in range(o.shape[0]):
         oi = o[i]
         di = dd[i]
-        for k in range(K):
-            z = oi + deltas[k] * di
-            if cpos[i] > 0.0 and (z < 1.0 or (z == 1.0 and di < 0.0)):
-                der[k] += cpos[i] * (z - 1.0) * di
-                slope[k] += cpos[i] * di * di
-                val[k] += 0.5 * cpos[i] * (1.0 - z) ** 2
-            if cneg[i] > 0.0 and (z > -1.0 or (z == -1.0 and di > 0.0)):
-                der[k] += cneg[i] * (z + 1.0) * di
-                slope[k] += cneg[i] * di * di
-                val[k] += 0.5 * cneg[i] * (1.0 + z) ** 2
-            if csq[i] > 0.0:
-                der[k] += csq[i] * (z - tsq[i]) * di
-                slope[k] += csq[i] * di * di
-                val[k] += 0.5 * csq[i] * (z - tsq[i]) ** 2
-        if di != 0.0:
-            for target, c in ((1.0, cpos[i]), (-1.0, cneg[i])):
-                if c > 0.0:
-                    bp = (target - oi) / di
-                    for k in range(1, K):
-                        if deltas[k - 1] < bp <= deltas[k]:
-                            counts[k] += 1
+        for term in range(2):
+            c = cpos[i] if term == 0 else cneg[i]
+            if c <= 0.0:
+                continue
+            r = oi - 1.0 if term == 0 else oi + 1.0
+            lin, quad, const = c * r * di, c * di * di, 0.5 * c * r * r
+            if di == 0.0:
+                if (term == 0 and oi < 1.0) or (term == 1 and oi > -1.0):
+                    _add_on_range(acc, 0, K, lin, quad, const)
+                continue
+            kc = _first_at_or_above(deltas, -r / di)
+            if 1 <= kc < K:
+                counts[kc] += 1
+            # the + term is active below its margin: rising outputs leave it at the breakpoint,
+            # falling ones enter it there (at the breakpoint itself the right limit counts)
+            if (term == 0) == (di > 0.0):
+                _add_on_range(acc, 0, kc, lin, quad, const)
+            else:
+                _add_on_range(acc, kc, K, lin, quad, const)
+        if csq[i] > 0.0:
+            r = oi - tsq[i]
+            _add_on_range(acc, 0, K, csq[i] * r * di, csq[i] * di * di, 0.5 * csq[i] * r * r)
+    lin = np.cumsum(acc[0])[:K]
+    slope = np.cumsum(acc[1])[:K]
+    const = np.cumsum(acc[2])[:K]
+    der = lin + deltas * slope
+    val = const + deltas * lin + 0.5 * deltas * deltas * slope
     return der, slope, val, counts
 
 

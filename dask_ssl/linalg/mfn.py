@@ -74,13 +74,12 @@ def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
     if full:
         rows = np.flatnonzero(a)
         G = kernels.gram_rows(X, rows, a[rows], bias)
-        rhs = kernels.rmatvec(X, b, bias)
     else:
-        rows = np.flatnonzero((a != st["a_prev"]) | (b != st["b_prev"]))
+        rows = np.flatnonzero(a != st["a_prev"])
         G = kernels.gram_rows(X, rows, a[rows] - st["a_prev"][rows], bias)
-        rhs = kernels.rmatvec(X[rows], b[rows] - st["b_prev"][rows], bias)
-    st["a_prev"], st["b_prev"] = a, b
-    return G, rhs, loss
+    st["a_prev"] = a
+    # the right-hand side costs one product: sent whole, it carries no round-off history
+    return G, kernels.rmatvec(X, b, bias), loss
 
 
 def ws_advance(i, X, token, step, epilogue=None):
@@ -206,7 +205,7 @@ class MFNSolver:
 
     def reset(self) -> None:
         """Forget the driver's Gram matrix (the workers' state was rebuilt)."""
-        self._G = self._rhs = None
+        self._G = None
         self._assembles = 0
 
     @property
@@ -214,7 +213,7 @@ class MFNSolver:
         return self.blocks.n_features + (1 if self.bias else 0)
 
     def _map(self, fn, *args, per_block=None):
-        return self.blocks.map(fn, self.token, *args, per_block=per_block)
+        return self.blocks.call(fn, self.token, *args, per_block=per_block)
 
     def _cg(self, gamma: float, rhs: np.ndarray, w0: np.ndarray) -> tuple[np.ndarray, int]:
         """Conjugate gradients on ``(gamma I + X^T A X) w = rhs`` seeded with ``w0``."""
@@ -310,13 +309,10 @@ class MFNSolver:
             history.append(0.5 * gamma * (w @ w) + loss)
             if self.gram:
                 dG = np.sum([p[0] for p in parts], axis=0)
-                drhs = np.sum([p[1] for p in parts], axis=0)
-                if full:
-                    self._G, self._rhs = dG, drhs
-                else:
-                    self._G, self._rhs = self._G + dG, self._rhs + drhs
+                self._G = dG if full else self._G + dG
                 H = self._G + gamma * np.eye(self.dim)
-                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), self._rhs)
+                rhs = np.sum([p[1] for p in parts], axis=0)
+                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
             else:
                 rhs = np.sum([p[1] for p in parts], axis=0)
                 wbar, k = self._cg(gamma, rhs, w)

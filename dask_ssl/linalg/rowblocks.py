@@ -1,8 +1,10 @@
 """A matrix split into row blocks that live on the Dask workers.
 
 Data moves once: blocks are read or scattered to the workers and stay there. Every solver step is
-one *round trip*: a task per block that runs on the worker holding it and returns something small
-(a d-vector, a d x d Gram contribution, a few scalars), gathered by the driver.
+one *round trip*: a function runs on each block on the worker holding it and returns something
+small (a d-vector, a d x d Gram contribution, a few scalars) to the driver. Solvers use direct
+calls (:meth:`RowBlocks.call`); steps whose arguments are futures go as pinned tasks
+(:meth:`RowBlocks.map`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from distributed import Client, Future, wait
 
+from .direct import BlockRunner, run_blocks
 from .workerstate import StateLost
 
 #: Seconds a round trip may run before the driver checks that the blocks' workers are alive.
@@ -65,6 +68,7 @@ class RowBlocks:
         self.sizes = np.asarray(self.sizes, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)])
         self._owners = None
+        self._runner_futures = self._runner_keys = None
         self.round_trips = 0
 
     # construction -------------------------------------------------------------------------
@@ -156,32 +160,96 @@ class RowBlocks:
         return futs
 
     def map(self, fn, *args, per_block=None, key: str | None = None) -> list:
-        """One round trip: :meth:`submit` then gather the per-block results in block order.
+        """One round trip as tasks: :meth:`submit` then gather the per-block results in block
+        order. Futures among the arguments are resolved on the workers (use this when they
+        appear; otherwise :meth:`call` is faster).
 
         Raises :class:`StateLost` when a block's worker left the cluster during the trip (its
         pinned task could never run); the caller rebuilds worker-side state and retries.
         """
         futs = self.submit(fn, *args, per_block=per_block, key=key)
         self.round_trips += 1
+        try:
+            return self._bounded(lambda: self.client._gather(futs))
+        except StateLost:
+            self.client.cancel(futs)
+            raise
 
-        async def gather_within():
-            return await asyncio.wait_for(self.client._gather(futs), POLL_SECONDS)
+    def call(self, fn, *args, per_block=None) -> list:
+        """One round trip by direct calls: ``fn(i, X_i, *per_block[i], *args)`` runs on the
+        worker holding block ``i`` through that worker's :class:`~.direct.BlockRunner` actor;
+        the results come back in block order. Arguments must be plain values (no futures).
+
+        Raises :class:`StateLost` when a block's worker left during the trip.
+        """
+        owners = self.owners()
+        runners = self._runners()
+        groups: dict[str, list] = {}
+        for i, block in enumerate(self.blocks):
+            extra = tuple(per_block[i]) if per_block is not None else ()
+            groups.setdefault(owners[i], []).append((i, block.key, extra))
+        self.round_trips += 1
+        calls = []
+
+        async def results():
+            if not calls:
+                calls.append(asyncio.gather(*[run_blocks(self.client, w, runners[w], fn, items,
+                                                         args) for w, items in groups.items()]))
+            # shielded: the bounded wait re-awaits the same calls after each poll
+            return await asyncio.shield(calls[0])
+
+        try:
+            got_all = self._bounded(results)
+        except StateLost:
+            if calls:
+                self.client.loop.add_callback(calls[0].cancel)
+            raise
+        out = [None] * self.n_blocks
+        for items, got in zip(groups.values(), got_all):
+            for (i, _, _), r in zip(items, got):
+                out[i] = r
+        return out
+
+    def _runners(self) -> dict:
+        """Key of the :class:`~.direct.BlockRunner` actor on each worker that holds blocks."""
+        if self._runner_futures is None:
+            owners = sorted(set(self.owners()))
+            futs = [self.client.submit(BlockRunner, actor=True, workers=[w],
+                                       allow_other_workers=False, pure=False,
+                                       key=f"block-runner-{self.name}-{uuid.uuid4().hex[:8]}")
+                    for w in owners]
+            self._runner_futures = futs
+            self._bounded(lambda: self.client._gather(futs))
+            self._runner_keys = {w: f.key for w, f in zip(owners, futs)}
+        return self._runner_keys
+
+    def _bounded(self, make_awaitable):
+        """Run ``make_awaitable()`` on the client's loop until done, checking every
+        POLL_SECONDS that the blocks' workers are alive. A bounded wait, not wait-then-gather:
+        a result whose worker dies before it is fetched would otherwise be waited for forever.
+        """
+        async def within():
+            return await asyncio.wait_for(make_awaitable(), POLL_SECONDS)
 
         try:
             while True:
                 try:
-                    # a bounded gather, not wait-then-gather: a result whose worker dies
-                    # before it is fetched would otherwise be waited for forever
-                    return self.client.sync(gather_within)
+                    return self.client.sync(within)
                 except (TimeoutError, asyncio.TimeoutError):
                     alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
-                    gone = [i for i, w in enumerate(self._owners) if w not in alive]
+                    gone = [i for i, w in enumerate(self._owners or []) if w not in alive]
                     if gone:
-                        self.client.cancel(futs)
                         raise StateLost(f"worker of block(s) {gone} left the cluster") from None
         except BaseException:
-            self._owners = None
+            self._forget_placement()
             raise
+
+    def _forget_placement(self) -> None:
+        """Owners and runners are looked up again on the next trip (a worker left)."""
+        self._owners = None
+        if self._runner_futures is not None:
+            self.client.cancel(self._runner_futures)
+        self._runner_futures = self._runner_keys = None
 
     def block_slices(self) -> list[slice]:
         return [slice(int(self.offsets[i]), int(self.offsets[i + 1])) for i in range(self.n_blocks)]

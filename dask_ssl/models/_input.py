@@ -29,7 +29,7 @@ def check_finite_local(X) -> None:
 
 
 def check_finite_blocks(blocks: RowBlocks) -> None:
-    for i, found in enumerate(blocks.map(_nonfinite_rows, key="check-finite")):
+    for i, found in enumerate(blocks.call(_nonfinite_rows)):
         if found is not None:
             row, col, val = found
             raise ValueError(f"X contains a non-finite value ({val}) at row "

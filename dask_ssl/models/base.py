@@ -153,7 +153,7 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
 
         if isinstance(X, RowBlocks):
             W = np.column_stack([self.coef_, self.intercept_]).T
-            parts = X.map(_block_scores, W, self.coef_.shape[1])
+            parts = X.call(_block_scores, W, self.coef_.shape[1])
             scores = np.concatenate(parts)
         elif isinstance(X, da.Array):
             scores = X @ self.coef_.T + self.intercept_

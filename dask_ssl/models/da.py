@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 from scipy.special import entr, expit, logit, rel_entr
 
@@ -43,18 +44,51 @@ def epi_gaps(i, X, st, gamma_u, nus, T):
     o = st["o"][st["unl"]]
     g = gamma_u * (np.maximum(0.0, 1.0 - o) ** 2 - np.maximum(0.0, 1.0 + o) ** 2)
     st["g"] = g
+    st["g_levels"] = _levels(g)
     lo, hi = (float(g.min()), float(g.max())) if g.size else (np.inf, -np.inf)
-    return lo, hi, _balance(g, nus, T), tsvm_objective_parts(st)
+    return lo, hi, _balance(st["g_levels"], nus, T), tsvm_objective_parts(st)
 
 
-def _balance(g, nus, T):
-    p = expit((2.0 * nus[None, :] - g[:, None]) / T)
-    return p.sum(axis=0), (2.0 / T) * (p * (1.0 - p)).sum(axis=0)
+def _levels(g):
+    """Distinct values of g, ascending, with the number of rows below each: identical rows
+    (KDD99 has groups of thousands) then cost one exponential per group, not per row."""
+    values, counts = np.unique(g, return_counts=True)
+    return values, counts.astype(np.float64), np.concatenate([[0], np.cumsum(counts)])
+
+
+#: |2 nu - g| / T beyond which p_j is 0 or 1 to within 5e-22 (expit(-48)).
+SATURATED = 48.0
+
+
+def _balance(levels, nus, T):
+    """``sum_j p_j(nu)`` and its nu-derivative at each candidate; only the rows whose p is not
+    saturated (a window of the sorted g, narrow once T is small) pay for an exponential."""
+    values, counts, below_count = levels
+    below = np.searchsorted(values, 2.0 * nus - SATURATED * T, side="left")
+    above = np.searchsorted(values, 2.0 * nus + SATURATED * T, side="right")
+    return _balance_windows(values, counts, below_count, np.asarray(nus, dtype=np.float64),
+                            below, above, T)
+
+
+@numba.njit(cache=True, nogil=True)
+def _balance_windows(values, counts, below_count, nus, below, above, T):
+    sums = np.empty(nus.shape[0])
+    slopes = np.empty(nus.shape[0])
+    for k in range(nus.shape[0]):
+        s = 0.0
+        ds = 0.0
+        for j in range(below[k], above[k]):
+            p = 1.0 / (1.0 + np.exp((values[j] - 2.0 * nus[k]) / T))
+            s += counts[j] * p
+            ds += counts[j] * p * (1.0 - p)
+        sums[k] = below_count[below[k]] + s
+        slopes[k] = (2.0 / T) * ds
+    return sums, slopes
 
 
 def ws_balance(i, X, token, nus, T):
     """``sum_j p_j(nu)`` and its derivative in nu at each candidate nu."""
-    return _balance(workerstate.get(token, i)["g"], nus, T)
+    return _balance(workerstate.get(token, i)["g_levels"], nus, T)
 
 
 def ws_p_step(i, X, token, nu, T, cu):
@@ -107,7 +141,7 @@ def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u:
         if not a <= guess <= b:
             guess = 0.5 * (a + b)
         nus = np.unique(np.concatenate([np.linspace(a, b, ROOT_GRID), [guess]]))
-        parts = blocks.map(ws_balance, token, nus, T)
+        parts = blocks.call(ws_balance, token, nus, T)
         trips += 1
         sums = np.sum([p[0] for p in parts], axis=0)
         dsums = np.sum([p[1] for p in parts], axis=0)
@@ -236,7 +270,7 @@ class DADriver:
             self.nu, _ = balance_root(self.blocks, self.token, lo, hi, self.T, self.r, self.u,
                                       1e-12 * self.u, first)
             nu = self.nu
-            parts = self.blocks.map(ws_p_step, self.token, nu, self.T, self.cu)
+            parts = self.blocks.call(ws_p_step, self.token, nu, self.T, self.cu)
             kl = sum(p[0] for p in parts)
             entropy = sum(p[1] for p in parts)
             inner += 1
@@ -262,7 +296,7 @@ class DADriver:
         arrays = {"w": empty if self.w is None else np.asarray(self.w, dtype=np.float64),
                   "w_best": empty if self.best[1] is None else self.best[1]}
         if self.stage > 0:
-            arrays["p"] = np.concatenate(self.blocks.map(ws_get_p, self.token))
+            arrays["p"] = np.concatenate(self.blocks.call(ws_get_p, self.token))
         return doc, arrays
 
     def restore(self, doc: dict, arrays: dict):
@@ -276,12 +310,12 @@ class DADriver:
         self.w = arrays["w"] if arrays["w"].size else None
         self.best = (doc["best_objective"], arrays["w_best"] if arrays["w_best"].size else None)
         p = arrays["p"] if "p" in arrays else np.where(self.y == 0, self.r, 0.0)
-        self.blocks.map(ws_install_p, self.token, self.cu,
+        self.blocks.call(ws_install_p, self.token, self.cu,
                         per_block=[(p[s],) for s in self.blocks.block_slices()])
 
     def result(self) -> dict:
         objective, w = self.best
-        scores = np.concatenate(self.blocks.map(_block_outputs, w, self.est.fit_intercept))
+        scores = np.concatenate(self.blocks.call(_block_outputs, w, self.est.fit_intercept))
         return {"w": w, "objective": objective, "n_iter": self.stage, "history": self.history,
                 "transduction": np.where(self.y != 0, self.y, np.where(scores > 0, 1.0, -1.0))}
 

@@ -16,7 +16,7 @@ def hinge_costs(y: np.ndarray, costs: np.ndarray) -> dict:
 def init_blocks(blocks, token: str, arrays: dict) -> None:
     """Ship per-row arrays (n-sized, split like the blocks) into each block's worker state."""
     per_block = [({k: v[s] for k, v in arrays.items()},) for s in blocks.block_slices()]
-    blocks.map(ws_init, token, per_block=per_block, key="init")
+    blocks.call(ws_init, token, per_block=per_block)
 
 
 class SupervisedMFN(LinearSSLClassifier):

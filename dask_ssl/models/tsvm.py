@@ -214,12 +214,12 @@ class TSVMDriver:
         est = self.est
         if self.stage == 0:
             res = self.solver.solve(self.w, est.gamma)
-            outputs = self.blocks.map(ws_unlabeled_outputs, self.token)
+            outputs = self.blocks.call(ws_unlabeled_outputs, self.token)
             thr, ties = threshold_rule(outputs, self.r)
             # Seeded from an earlier model (a retrain), the ramp that protects a cold start
             # from poor local minima is not needed: start at the final gamma'.
             g = est.gamma_u if self.warm else min(GAMMA_U_START, est.gamma_u)
-            self.blocks.map(ws_threshold, self.token, thr, g / self.u,
+            self.blocks.call(ws_threshold, self.token, thr, g / self.u,
                             per_block=[(t,) for t in ties])
             self.w = res.w
             self.gamma_u_cur = g
@@ -265,7 +265,7 @@ class TSVMDriver:
                "r": self.r}
         arrays = {"w": np.zeros(0) if self.w is None else np.asarray(self.w, dtype=np.float64)}
         if self.stage > 0:
-            arrays["yt"] = np.concatenate(self.blocks.map(ws_get, self.token, "yt")).astype(np.int8)
+            arrays["yt"] = np.concatenate(self.blocks.call(ws_get, self.token, "yt")).astype(np.int8)
         return doc, arrays
 
     def restore(self, doc: dict, arrays: dict):
@@ -281,11 +281,11 @@ class TSVMDriver:
         self.w = arrays["w"] if arrays["w"].size else None
         if self.stage > 0:
             yt = arrays["yt"].astype(np.float64)
-            self.blocks.map(ws_restore, self.token, self.gamma_u_cur / self.u,
+            self.blocks.call(ws_restore, self.token, self.gamma_u_cur / self.u,
                             per_block=[(yt[s],) for s in self.blocks.block_slices()])
 
     def result(self) -> dict:
-        yt = np.concatenate(self.blocks.map(ws_get, self.token, "yt"))
+        yt = np.concatenate(self.blocks.call(ws_get, self.token, "yt"))
         last = self.history[-1]
         return {"w": self.w, "objective": last["objective"], "n_iter": self.stage,
                 "history": self.history, "transduction": np.where(self.y != 0, self.y, yt)}
