@@ -1,12 +1,25 @@
 """Approximate k nearest neighbours of every row of a :class:`RowBlocks`, built on the workers.
 
-Each block gets its own pynndescent index, built on the worker that holds the block; the index
-stays there as a future. Neighbours inside a block come from that index's NN-descent graph.
-Neighbours in other blocks come from querying the other blocks' indexes: block ``b``'s rows
-travel once to each worker holding another block's index (the index, much larger, never
-moves), and the candidates from all blocks are merged by distance on ``b``'s worker. Blocks are
-disjoint, so the merge is exact over the candidates; recall is that of pynndescent's own graph
-and queries, which ``index_neighbors`` and ``search_epsilon`` trade against time.
+1. **Exact duplicates** are found first: each block hashes its rows (two 64-bit hashes a row),
+   the driver groups equal hashes, and only one row of each group (the lowest row number) takes
+   part in the search. Real data often repeats rows (KDD99's 10% sample has 494 k rows but only
+   146 k distinct ones); duplicates cost a search nothing, and identical rows would otherwise
+   fill NN-descent's lists with ties.
+2. **An index per block**, built on the worker holding the block: random-projection trees
+   (splitting by which of two random rows is nearer, so the same code serves euclidean and
+   cosine, dense and sparse), NN-descent from the trees' leaves, and a search graph (the kNN
+   lists plus their reverse edges). Neighbours inside a block come from its NN-descent lists.
+3. **Across blocks**, the distinct rows of block ``b`` (a small array) travel once to each
+   other block's worker and are searched there, best first through that block's search graph
+   from the tree leaf they fall into; the candidates from all blocks are merged by distance on
+   ``b``'s worker. Blocks are disjoint, so the merge is exact over the candidates.
+4. Rows in a group of duplicates get the other members of their group (distance 0) and the
+   members of the groups their group's distinct row found, merged by (distance, row number) as
+   an exact search would order ties.
+
+The kernels are in :mod:`dask_ssl.graph._nndescent` (numba, cached on disk, compiled once).
+``index_neighbors`` (the NN-descent list length) and ``search_epsilon`` (how far beyond the
+current k-th distance the cross-block search keeps expanding) trade recall for time.
 """
 
 from __future__ import annotations
@@ -19,10 +32,11 @@ import scipy.sparse as sp
 from distributed import wait
 
 from ..linalg.rowblocks import RowBlocks
+from . import _nndescent as nnd
 from .exact import exact_block
 
 METRICS = ("euclidean", "cosine")
-
+_METRIC_CODE = {"euclidean": nnd.EUCLIDEAN, "cosine": nnd.COSINE}
 
 @dataclass
 class Neighbors:
@@ -36,9 +50,15 @@ class Neighbors:
         Per block ``(indices, distances)``: ``n_b x k`` int64 global row numbers and float32
         distances, nearest first. A row never lists itself.
     indexes : list of Future or None
-        The per-block pynndescent indexes (None after loading from disk).
+        The per-block :class:`BlockIndex` of the block's distinct rows (None after loading
+        from disk, or for a block whose rows all repeat earlier ones).
     n_neighbors : int
     metric : str
+    groups : tuple or None
+        ``(group, g_start, g_size, members)`` when some rows repeat others: each row's group
+        of identical rows, and each group's members in row order (driver-side, n-sized).
+        Indexes number a block's distinct rows from ``distinct_offsets[b]`` (= group numbers).
+    distinct_offsets : ndarray or None
     """
 
     data: RowBlocks
@@ -46,6 +66,8 @@ class Neighbors:
     indexes: list | None
     n_neighbors: int
     metric: str
+    groups: tuple | None = None
+    distinct_offsets: np.ndarray | None = None
 
     def gather(self) -> tuple[np.ndarray, np.ndarray]:
         """All neighbour lists on the driver, ``(indices, distances)``, each ``n x k``."""
@@ -64,54 +86,206 @@ def check_knn_params(n_rows: int, n_neighbors, metric: str) -> None:
                          f"({n_rows})")
 
 
-def _build_index(i, X, index_neighbors, metric, seed, prepare):
-    from pynndescent import NNDescent
+def prepare_rows(X, metric: str):
+    """Rows as the kernels take them: float32 dense, or a CSR triple; unit rows for cosine."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float32, copy=True)
+        X.sum_duplicates()
+        X.sort_indices()
+        if metric == "cosine":
+            norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel())
+            scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+            X.data *= np.repeat(scale, np.diff(X.indptr)).astype(np.float32)
+        return (X.indptr.astype(np.int64), X.indices.astype(np.int32),
+                np.ascontiguousarray(X.data, dtype=np.float32))
+    X = np.array(X, dtype=np.float32, order="C", copy=True)
+    if metric == "cosine":
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+        X *= np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)[:, None].astype(
+            np.float32)
+    return X
 
-    index = NNDescent(X, metric=metric, n_neighbors=index_neighbors, random_state=seed,
-                      n_jobs=1, low_memory=True, verbose=False)
-    if prepare:
-        # Other blocks will query this index; build its search graph once, here, rather than
-        # inside whichever query task happens to arrive first.
-        index.prepare()
-    return index
+
+def _n_prepared(A) -> int:
+    return A.shape[0] if isinstance(A, np.ndarray) else A[0].size - 1
 
 
-def _own_neighbors(i, X, index, offset, k):
-    ind, dist = index.neighbor_graph
-    # pynndescent lists each point first as its own neighbour; padding entries are -1.
-    ind, dist = ind[:, 1:k + 1].astype(np.int64), dist[:, 1:k + 1].astype(np.float32)
-    missing = ind < 0
-    ind = np.where(missing, -1, ind + offset)
-    return ind, np.where(missing, np.inf, dist).astype(np.float32)
+def _take_prepared(A, rows):
+    if isinstance(A, np.ndarray):
+        return np.ascontiguousarray(A[rows])
+    indptr, indices, data = A
+    sub = sp.csr_matrix((data, indices, indptr), shape=(indptr.size - 1, int(indices.max(
+        initial=-1)) + 1))[rows]
+    return (sub.indptr.astype(np.int64), sub.indices.astype(np.int32), sub.data)
 
 
-def _query_index(index, Q, k, epsilon, offset):
-    ind, dist = index.query(Q, k=k, epsilon=epsilon)
-    ind = ind.astype(np.int64)
+def _row_hashes(i, X, metric):
+    A = prepare_rows(X, metric)
+    if isinstance(A, np.ndarray):
+        return nnd.hash_dense_rows(A.view(np.uint32))
+    return nnd.hash_sparse_rows(A[0], A[1], A[2].view(np.uint32))
+
+
+def _true_distance(d, metric):
+    # Rank distances to the metric's own: squared euclidean -> euclidean; 1 - cos as is.
+    return np.sqrt(d) if metric == "euclidean" else d
+
+
+@dataclass
+class BlockIndex:
+    """One block's search structure, held on its worker (plain arrays, no compiled objects).
+
+    Attributes
+    ----------
+    rows : ndarray or tuple
+        The block's distinct rows, prepared (:func:`prepare_rows`).
+    ind, dst : ndarray
+        NN-descent lists (local row numbers, rank distances), nearest first.
+    adj_ptr, adj_ind : ndarray
+        The search graph in CSR form: the lists plus their reverse edges.
+    tree : tuple
+        A random-projection tree over the rows (:func:`dask_ssl.graph._nndescent.rp_tree`).
+    metric : str
+    n_iter : int
+        NN-descent rounds run.
+    """
+
+    rows: object
+    ind: np.ndarray
+    dst: np.ndarray
+    adj_ptr: np.ndarray
+    adj_ind: np.ndarray
+    tree: tuple
+    metric: str
+    n_iter: int
+
+    @property
+    def n(self) -> int:
+        return self.ind.shape[0]
+
+
+def _search_graph(ind, n):
+    rows = np.repeat(np.arange(n, dtype=np.int64), ind.shape[1])
+    cols = ind.ravel()
+    ok = cols >= 0
+    rows, cols = rows[ok], cols[ok]
+    key = np.unique(np.concatenate([rows * n + cols, cols * n + rows]))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(key // n, minlength=n), out=ptr[1:])
+    return ptr, (key % n).astype(np.int64)
+
+
+def _build_index(i, X, keep, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed):
+    A = prepare_rows(X, metric)
+    if keep is not None:
+        A = _take_prepared(A, keep)
+    n = _n_prepared(A)
+    code = _METRIC_CODE[metric]
+    K = max(0, min(K, n - 1))
+    rng = np.random.RandomState(seed)
+    if n <= max(4 * K, 256):
+        # A small block: exact lists, and one leaf holding every row (its search is exact).
+        ind, dst = nnd.brute_force(A, n, K, code)
+        tree = nnd.rp_tree(A, n, code, n, int(rng.randint(2**31 - 1)))
+        n_iter = 0
+    else:
+        ind = np.full((n, K), -1, dtype=np.int64)
+        dst = np.full((n, K), np.inf)
+        flg = np.zeros((n, K), dtype=np.uint8)
+        tree = None
+        for t in range(n_trees):
+            tr = nnd.rp_tree(A, n, code, leaf_size, int(rng.randint(2**31 - 1)))
+            nnd.init_from_leaves(A, ind, dst, flg, tr[4], tr[5], tr[6], tr[0], code)
+            tree = tree or tr
+        nnd.init_random(A, ind, dst, flg, code, int(rng.randint(2**31 - 1)))
+        n_iter = nnd.nn_descent(A, ind, dst, flg, code, max_candidates, n_iters, 0.001,
+                                int(rng.randint(2**31 - 1)))
+        nnd.sort_heaps(ind, dst)
+    ptr, adj = _search_graph(ind, n)
+    return BlockIndex(A, ind, dst, ptr, adj, tree, metric, int(n_iter))
+
+
+def _own_neighbors(index, k, offset):
+    ind, dst = index.ind[:, :k], index.dst[:, :k]
     missing = ind < 0
     return (np.where(missing, -1, ind + offset),
-            np.where(missing, np.inf, dist).astype(np.float32))
+            np.where(missing, np.inf, _true_distance(dst, index.metric)).astype(np.float32))
+
+
+def _index_rows(index):
+    return index.rows
+
+
+def _search_index(index, Q, k, epsilon, offset, seed, exclude=None):
+    """The ``k`` nearest rows of ``index`` (global numbers from ``offset``) to prepared ``Q``."""
+    slack = (1.0 + epsilon) ** 2 if index.metric == "euclidean" else 1.0 + epsilon
+    left, right, pa, pb, start, stop, perm = index.tree
+    k = min(k, index.n)
+    excl = np.empty(0, np.int64) if exclude is None else np.asarray(exclude, np.int64)
+    ind, dst = nnd.search(index.rows, index.n, index.adj_ptr, index.adj_ind, left, right, pa,
+                          pb, start, stop, perm, Q, _n_prepared(Q), k, slack,
+                          _METRIC_CODE[index.metric], seed, excl, offset)
+    missing = ind < 0
+    return (np.where(missing, -1, ind + offset),
+            np.where(missing, np.inf, _true_distance(dst, index.metric)).astype(np.float32))
 
 
 def merge_candidates(k, *cands):
     """Keep the ``k`` nearest of several ``(indices, distances)`` candidate lists per row.
 
     Ties in distance go to the lower row number, so the result does not depend on block order.
+    Rows with fewer than ``k`` candidates are padded with index -1 at distance inf.
     """
-    ind = np.hstack([c[0] for c in cands])
-    dist = np.hstack([c[1] for c in cands])
-    order = np.lexsort((ind, dist), axis=-1)[:, :k]
+    ind = np.hstack([np.asarray(c[0], dtype=np.int64) for c in cands])
+    dist = np.hstack([np.asarray(c[1], dtype=np.float64) for c in cands])
+    if ind.shape[1] < k:
+        pad = k - ind.shape[1]
+        ind = np.hstack([ind, np.full((ind.shape[0], pad), -1, np.int64)])
+        dist = np.hstack([dist, np.full((dist.shape[0], pad), np.inf)])
+    # Padding (-1) sorts after every real row at equal (infinite) distance.
+    key_i = np.where(ind < 0, np.iinfo(np.int64).max, ind)
+    order = np.lexsort((key_i, dist), axis=-1)[:, :k]
     return (np.take_along_axis(ind, order, axis=1),
             np.take_along_axis(dist, order, axis=1).astype(np.float32))
 
 
-def _merge_block(i, X, own, k, *cands):
+def _merge_block(own, k, *cands):
     return merge_candidates(k, own, *cands)
+
+
+def _find_duplicates(hashes, sizes):
+    """Group rows with equal hashes. Returns ``(first, group, g_start, g_size, members)``:
+    ``first[r]`` whether row r is its group's lowest row, ``group[r]`` its group number (groups
+    numbered in order of their lowest row), and the members of each group in row order."""
+    n = hashes.shape[0]
+    rows = np.arange(n, dtype=np.int64)
+    order = np.lexsort((rows, hashes[:, 1], hashes[:, 0]))
+    h = hashes[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (h[1:] != h[:-1]).any(axis=1)
+    run = np.cumsum(new) - 1                      # group number in hash order
+    lowest = order[new]                           # each group's lowest row (members row-sorted)
+    rank = np.empty(lowest.size, dtype=np.int64)  # renumber groups by their lowest row
+    rank[np.argsort(lowest, kind="stable")] = np.arange(lowest.size)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = rank[run]
+    first = np.zeros(n, dtype=bool)
+    first[lowest] = True
+    g_size = np.bincount(group, minlength=lowest.size)
+    members = np.argsort(group, kind="stable")
+    g_start = np.concatenate([[0], np.cumsum(g_size)[:-1]])
+    return first, group, g_start, g_size, members
+
+
+def _scatter_parts(client, owners, parts):
+    return [client.scatter(p, workers=[owners[b]] if owners[b] else None, hash=False)
+            for b, p in enumerate(parts)]
 
 
 def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidean",
               index_neighbors: int | None = None, search_epsilon: float = 0.1,
-              exact_below: int = 5000, random_state=None) -> Neighbors:
+              n_trees: int | None = None, max_candidates: int | None = None,
+              n_iters: int = 10, exact_below: int = 5000, random_state=None) -> Neighbors:
     """Approximate ``n_neighbors`` nearest neighbours of every row, excluding the row itself.
 
     Parameters
@@ -123,17 +297,23 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     metric : {"euclidean", "cosine"}
         Cosine distance is ``1 - cos``.
     index_neighbors : int, optional
-        Degree of each block's NN-descent graph (pynndescent ``n_neighbors``); default
-        ``max(30, 2 k)``, capped by the block size. The recall knob for neighbours inside a block.
+        Length of each block's NN-descent lists; default ``max(15, k + 5)``. The recall knob
+        for neighbours inside a block (and the degree of the search graph).
     search_epsilon : float
-        pynndescent query ``epsilon`` for the search of other blocks' indexes. The recall knob for
-        neighbours across blocks: 0.1 is pynndescent's default, 0.2-0.3 buys recall for time.
+        How far past the current k-th distance (a fraction of it) the search of other blocks
+        keeps expanding rows. The recall knob for neighbours across blocks.
+    n_trees : int, optional
+        Random-projection trees whose leaves start NN-descent; default grows slowly with the
+        block size (4 to 8).
+    max_candidates : int, optional
+        NN-descent candidates per row and round; default ``index_neighbors``.
+    n_iters : int
+        At most this many NN-descent rounds (it stops earlier when lists stop changing).
     exact_below : int
         With fewer rows than this in all, search exactly (brute force, block by block) and build
-        no index: that is faster than an index (and its one-off JIT compilation, about a minute
-        per worker process) on small data. 0 forces the indexes.
+        no index. 0 forces the indexes.
     random_state : int, RandomState or None
-        Seeds each block's index (block ``b`` gets its own seed drawn from it).
+        Seeds the trees, NN-descent and the searches (block ``b`` gets its own seed).
 
     Returns
     -------
@@ -145,34 +325,78 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     k = int(n_neighbors)
     if data.n_rows < exact_below:
         return _build_exact(data, k, metric)
-    rng = np.random.RandomState(random_state) if not isinstance(random_state, np.random.RandomState) \
-        else random_state
-    seeds = rng.randint(0, 2**31 - 1, size=data.n_blocks)
+    rng = random_state if isinstance(random_state, np.random.RandomState) \
+        else np.random.RandomState(random_state)
+    seeds = rng.randint(0, 2**31 - 1, size=(data.n_blocks, 2))
     client, owners, offsets = data.client, data.owners(), data.offsets
-    many = data.n_blocks > 1
+    B = data.n_blocks
+
+    # 1. exact duplicates
+    hashes = np.vstack(data.map(_row_hashes, metric))
+    first, group, g_start, g_size, members = _find_duplicates(hashes, data.sizes)
+    dups = not first.all()
+    keep = [np.flatnonzero(first[s]) for s in data.block_slices()] if dups else [None] * B
+    u_sizes = np.array([len(kp) for kp in keep]) if dups else data.sizes.copy()
+    u_off = np.concatenate([[0], np.cumsum(u_sizes)])
+    n_u = int(u_off[-1])
+    k_u = min(k, n_u - 1)
+
+    # 2. an index per block of distinct rows
+    K = int(index_neighbors or max(15, k + 5))
+    m_cand = int(max_candidates or K)
     indexes = []
-    for i, block in enumerate(data.blocks):
-        degree = max(1, min(index_neighbors or max(30, 2 * k), int(data.sizes[i]) - 1))
-        indexes.append(client.submit(_build_index, i, block, degree, metric, int(seeds[i]), many,
-                                     workers=[owners[i]], allow_other_workers=True, pure=False))
-    own = data.submit(_own_neighbors, k, per_block=[(indexes[i], int(offsets[i]))
-                                                    for i in range(data.n_blocks)])
-    cands = [[] for _ in range(data.n_blocks)]
-    for c, index in enumerate(indexes):
-        kc = min(k, int(data.sizes[c]))
-        for b, block in enumerate(data.blocks):
-            if b != c:
-                cands[b].append(client.submit(
-                    _query_index, index, block, kc, search_epsilon, int(offsets[c]),
-                    workers=[owners[c]], allow_other_workers=True, pure=False))
-    parts = data.submit(_merge_block, per_block=[(own[b], k, *cands[b])
-                                                 for b in range(data.n_blocks)])
+    for b in range(B):
+        if u_sizes[b] == 0:
+            indexes.append(None)
+            continue
+        trees = int(n_trees or min(8, 3 + int(round(np.log10(max(u_sizes[b], 10))))))
+        leaf = max(K, 20)
+        indexes.append(client.submit(
+            _build_index, b, data.blocks[b], keep[b], metric, K, trees, leaf, m_cand,
+            int(n_iters), int(seeds[b, 0]), workers=[owners[b]], allow_other_workers=True,
+            pure=False))
+
+    # 3. neighbours across blocks: rows of b searched in every other block's index
+    u_parts = []
+    if k_u > 0:
+        queries = [client.submit(_index_rows, ix, workers=[owners[b]], allow_other_workers=True,
+                                 pure=False) if ix is not None else None
+                   for b, ix in enumerate(indexes)]
+        for b in range(B):
+            if indexes[b] is None:
+                u_parts.append(None)
+                continue
+            own = client.submit(_own_neighbors, indexes[b], k_u, int(u_off[b]),
+                                workers=[owners[b]], allow_other_workers=True, pure=False)
+            cands = [client.submit(_search_index, indexes[c], queries[b], k_u, search_epsilon,
+                                   int(u_off[c]), int(seeds[c, 1]) + b,
+                                   workers=[owners[c]], allow_other_workers=True, pure=False)
+                     for c in range(B) if c != b and indexes[c] is not None]
+            u_parts.append(client.submit(_merge_block, own, k_u, *cands, workers=[owners[b]],
+                                         allow_other_workers=True, pure=False))
+    else:
+        u_parts = [None] * B
+    live = [f for f in u_parts + indexes if f is not None]
     with client.as_current():  # wait() alone needs a default client
-        wait(parts)
-    for f in parts:
+        wait(live)
+    for f in live:
         if f.status == "error":
             f.result()
-    return Neighbors(data, parts, indexes, k, metric)
+    if not dups:
+        return Neighbors(data, u_parts, indexes, k, metric, None, u_off)
+
+    # 4. duplicates get their group's members and their group's neighbours' members
+    got = client.gather([f for f in u_parts if f is not None])
+    u_ind = np.vstack([g[0] for g in got]) if got else np.empty((n_u, 0), np.int64)
+    u_dst = np.vstack([g[1] for g in got]).astype(np.float64) if got else np.empty((n_u, 0))
+    parts = []
+    for b, s in enumerate(data.block_slices()):
+        rows = np.arange(s.start, s.stop, dtype=np.int64)
+        g = group[rows]
+        ind, dst = nnd.expand_duplicates(rows, g, g, g_start, g_size, members, u_ind, u_dst, k)
+        parts.append((ind, dst.astype(np.float32)))
+    return Neighbors(data, _scatter_parts(client, owners, parts), indexes, k, metric,
+                     (group, g_start, g_size, members), u_off)
 
 
 def _exact_own(i, X, offset, k, metric, blocks):
@@ -209,13 +433,23 @@ def query_knn(neigh: Neighbors, Q, n_neighbors: int | None = None,
         raise ValueError(f"X has {Q.shape[1]} features but the graph was built on "
                          f"{data.n_features}")
     client, owners = data.client, data.owners()
-    [q] = client.scatter([Q], broadcast=True, hash=False)
     if neigh.indexes is None:
+        [q] = client.scatter([Q], broadcast=True, hash=False)
         futs = data.submit(_query_block, q, k, neigh.metric,
                            per_block=[(int(o),) for o in data.offsets[:-1]])
-    else:
-        futs = [client.submit(_query_index, index, q, min(k, int(data.sizes[c])), search_epsilon,
-                              int(data.offsets[c]), workers=[owners[c]],
-                              allow_other_workers=True, pure=False)
-                for c, index in enumerate(neigh.indexes)]
-    return merge_candidates(k, *client.gather(futs))
+        return merge_candidates(k, *client.gather(futs))
+    [q] = client.scatter([prepare_rows(Q, neigh.metric)], broadcast=True, hash=False)
+    u_off = neigh.distinct_offsets
+    futs = [client.submit(_search_index, index, q, k, search_epsilon, int(u_off[c]), c,
+                          workers=[owners[c]], allow_other_workers=True, pure=False)
+            for c, index in enumerate(neigh.indexes) if index is not None]
+    ind, dst = merge_candidates(k, *client.gather(futs))
+    if neigh.groups is None:
+        return ind, dst
+    # Distinct rows found; every member of their groups is as near (ties by row number).
+    group, g_start, g_size, members = neigh.groups
+    m, G = ind.shape[0], g_start.size
+    ind, dst = nnd.expand_duplicates(
+        np.full(m, -1, np.int64), np.full(m, G, np.int64), np.arange(m, dtype=np.int64),
+        np.append(g_start, 0), np.append(g_size, 0), members, ind, dst.astype(np.float64), k)
+    return ind, dst.astype(np.float32)

@@ -1,0 +1,572 @@
+"""numba kernels of the partitioned kNN search: row hashing, random-projection trees, NN-descent
+and graph search.
+
+Every kernel is compiled with ``cache=True`` and is small: the whole set compiles in seconds
+and, once on disk, loads in well under a second in every later worker process. (pynndescent's
+own build recompiles its closures in every process, about a minute and a half each, which
+dominated the test suite and every fresh worker.)
+
+Rows are either a dense C-contiguous float32 array or a CSR triple ``(indptr, indices, data)``
+(int64, int32, float32); :func:`dist` serves both. Distances here are *rank distances*: the
+squared euclidean distance, or ``1 - cos`` on rows normalized beforehand. Callers convert.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+EUCLIDEAN, COSINE = 0, 1
+
+
+def dist(A, i, B, j, metric):  # pragma: no cover - replaced by the overload in compiled code
+    """Rank distance between row ``i`` of ``A`` and row ``j`` of ``B`` (compiled code only)."""
+    raise NotImplementedError
+
+
+@overload(dist, jit_options={"fastmath": True})
+def _dist_overload(A, i, B, j, metric):
+    if isinstance(A, types.Array):
+        def dense(A, i, B, j, metric):
+            s = 0.0
+            if metric == 0:
+                for t in range(A.shape[1]):
+                    x = np.float64(A[i, t]) - np.float64(B[j, t])
+                    s += x * x
+                return s
+            for t in range(A.shape[1]):
+                s += np.float64(A[i, t]) * np.float64(B[j, t])
+            return max(1.0 - s, 0.0)
+        return dense
+
+    def sparse(A, i, B, j, metric):
+        ap, ai, ax = A
+        bp, bi, bx = B
+        p, pe, q, qe = ap[i], ap[i + 1], bp[j], bp[j + 1]
+        s = 0.0
+        if metric == 0:
+            while p < pe and q < qe:
+                if ai[p] == bi[q]:
+                    x = np.float64(ax[p]) - np.float64(bx[q])
+                    p += 1
+                    q += 1
+                elif ai[p] < bi[q]:
+                    x = np.float64(ax[p])
+                    p += 1
+                else:
+                    x = np.float64(bx[q])
+                    q += 1
+                s += x * x
+            while p < pe:
+                s += np.float64(ax[p]) * np.float64(ax[p])
+                p += 1
+            while q < qe:
+                s += np.float64(bx[q]) * np.float64(bx[q])
+                q += 1
+            return s
+        while p < pe and q < qe:
+            if ai[p] == bi[q]:
+                s += np.float64(ax[p]) * np.float64(bx[q])
+                p += 1
+                q += 1
+            elif ai[p] < bi[q]:
+                p += 1
+            else:
+                q += 1
+        return max(1.0 - s, 0.0)
+    return sparse
+
+
+# ------------------------------------------------------------------------------------------
+# row hashes (exact duplicates)
+
+@njit(cache=True, nogil=True)
+def _mix(h, w):
+    # splitmix64-style finalizer over the running state: cheap and well spread.
+    h ^= w + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) + (h >> np.uint64(2))
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def hash_dense_rows(U):
+    """Two independent 64-bit hashes of each row of a uint32 view of float32 rows."""
+    n, d = U.shape
+    out = np.empty((n, 2), dtype=np.uint64)
+    for i in range(n):
+        h1 = np.uint64(0x243F6A8885A308D3)
+        h2 = np.uint64(0x13198A2E03707344)
+        for t in range(d):
+            w = np.uint64(U[i, t])
+            h1 = _mix(h1, w)
+            h2 = _mix(h2, w ^ np.uint64(0xA5A5A5A5))
+        out[i, 0], out[i, 1] = h1, h2
+    return out
+
+
+@njit(cache=True, nogil=True)
+def hash_sparse_rows(indptr, indices, U):
+    """Like :func:`hash_dense_rows` for CSR rows (column numbers and uint32 views of values)."""
+    n = indptr.size - 1
+    out = np.empty((n, 2), dtype=np.uint64)
+    for i in range(n):
+        h1 = np.uint64(0x243F6A8885A308D3)
+        h2 = np.uint64(0x13198A2E03707344)
+        for p in range(indptr[i], indptr[i + 1]):
+            c, w = np.uint64(indices[p]), np.uint64(U[p])
+            h1 = _mix(_mix(h1, c), w)
+            h2 = _mix(_mix(h2, w), c ^ np.uint64(0x5A5A5A5A))
+        out[i, 0], out[i, 1] = h1, h2
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# a tiny random generator: numba's np.random costs far more compilation than the kernels
+
+@njit(cache=True, nogil=True)
+def _rand(state):
+    """Next xorshift64* draw from ``state`` (a one-element uint64 array): a uint64."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return x * np.uint64(0x2545F4914F6CDD1D)
+
+
+@njit(cache=True, nogil=True)
+def _randint(state, n):
+    return np.int64(_rand(state) % np.uint64(n))
+
+
+@njit(cache=True, nogil=True)
+def _random(state):
+    return np.float64(_rand(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, nogil=True)
+def rng_state_nb(seed):
+    """:func:`rng_state` inside compiled code."""
+    st = np.empty(1, np.uint64)
+    st[0] = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+    if st[0] == 0:
+        st[0] = 1
+    return st
+
+
+def rng_state(seed) -> np.ndarray:
+    """The state :func:`_rand` advances, from an integer seed (never zero)."""
+    return np.array([(int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64 or 1],
+                    dtype=np.uint64)
+
+
+# ------------------------------------------------------------------------------------------
+# bounded max-heaps, one per row of (ind, dst, flg)
+
+@njit(cache=True, nogil=True)
+def heap_push(ind, dst, flg, row, d, j, f):
+    """Offer neighbour ``j`` at distance ``d`` to row ``row``'s heap; 1 if it entered."""
+    if d >= dst[row, 0]:
+        return 0
+    K = ind.shape[1]
+    for t in range(K):
+        if ind[row, t] == j:
+            return 0
+    i = 0
+    while True:
+        left = 2 * i + 1
+        right = left + 1
+        if left >= K:
+            break
+        c = left
+        if right < K and dst[row, right] > dst[row, left]:
+            c = right
+        if dst[row, c] <= d:
+            break
+        ind[row, i], dst[row, i], flg[row, i] = ind[row, c], dst[row, c], flg[row, c]
+        i = c
+    ind[row, i], dst[row, i], flg[row, i] = j, d, f
+    return 1
+
+
+@njit(cache=True, nogil=True)
+def _before(d1, i1, d2, i2):
+    # (distance, index) order with empty slots (-1) after every real row at equal distance
+    if d1 != d2:
+        return d1 < d2
+    if i1 < 0 or i2 < 0:
+        return i2 < 0 and i1 >= 0
+    return i1 < i2
+
+
+@njit(cache=True, nogil=True)
+def sort_pairs(ind, dst, m):
+    """Insertion sort of ``ind[:m], dst[:m]`` by (distance, index), in place (short lists)."""
+    for a in range(1, m):
+        i, d = ind[a], dst[a]
+        b = a - 1
+        while b >= 0 and _before(d, i, dst[b], ind[b]):
+            ind[b + 1], dst[b + 1] = ind[b], dst[b]
+            b -= 1
+        ind[b + 1], dst[b + 1] = i, d
+
+
+@njit(cache=True, nogil=True)
+def sort_heaps(ind, dst):
+    """Sort every row by (distance, index) in place; empty slots (-1, inf) go last."""
+    for r in range(ind.shape[0]):
+        sort_pairs(ind[r], dst[r], ind.shape[1])
+
+
+# ------------------------------------------------------------------------------------------
+# random-projection tree (split by which of two random pivot rows is nearer)
+
+@njit(cache=True, nogil=True)
+def rp_tree(A, n, metric, leaf_size, seed):
+    """One tree over rows ``0..n-1`` of ``A``.
+
+    Returns ``(left, right, pa, pb, start, stop, perm)``: children (-1 at leaves), pivot rows
+    (-1 where the split was random because all rows were alike), and each node's slice of
+    ``perm``, the rows in leaf order.
+    """
+    state = rng_state_nb(seed)
+    cap = 2 * (n // max(1, leaf_size // 2)) + 3
+    left = np.full(cap, -1, np.int64)
+    right = np.full(cap, -1, np.int64)
+    pa = np.full(cap, -1, np.int64)
+    pb = np.full(cap, -1, np.int64)
+    start = np.zeros(cap, np.int64)
+    stop = np.zeros(cap, np.int64)
+    perm = np.arange(n).astype(np.int64)
+    side = np.zeros(n, np.bool_)
+    buf = np.empty(n, np.int64)
+    stack = np.empty(cap, np.int64)
+    top = 0
+    stack[top] = 0
+    top += 1
+    stop[0] = n
+    n_nodes = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        s, e = start[node], stop[node]
+        m = e - s
+        if m <= leaf_size or n_nodes + 2 > cap:
+            continue
+        a = b = -1
+        for _ in range(8):
+            u = perm[s + _randint(state, m)]
+            v = perm[s + _randint(state, m)]
+            if u != v and dist(A, u, A, v, metric) > 0:
+                a, b = u, v
+                break
+        nl = 0
+        if a >= 0:
+            for t in range(s, e):
+                x = perm[t]
+                da = dist(A, x, A, a, metric)
+                db = dist(A, x, A, b, metric)
+                side[t - s] = da < db or (da == db and _random(state) < 0.5)
+                if side[t - s]:
+                    nl += 1
+        if nl == 0 or nl == m:
+            # Pivots did not separate the rows (all alike): split at random, half and half.
+            a = b = -1
+            nl = m // 2
+            for t in range(m):
+                side[t] = t < nl
+            for t in range(m - 1, 0, -1):
+                r = _randint(state, t + 1)
+                side[t], side[r] = side[r], side[t]
+        p, q = s, s + nl
+        for t in range(s, e):
+            if side[t - s]:
+                buf[p] = perm[t]
+                p += 1
+            else:
+                buf[q] = perm[t]
+                q += 1
+        for t in range(s, e):  # (a loop: slice assignment costs seconds of compilation)
+            perm[t] = buf[t]
+        lc, rc = n_nodes, n_nodes + 1
+        n_nodes += 2
+        left[node], right[node], pa[node], pb[node] = lc, rc, a, b
+        start[lc], stop[lc], start[rc], stop[rc] = s, s + nl, s + nl, e
+        stack[top] = lc
+        stack[top + 1] = rc
+        top += 2
+    return (left[:n_nodes], right[:n_nodes], pa[:n_nodes], pb[:n_nodes], start[:n_nodes],
+            stop[:n_nodes], perm)
+
+
+@njit(cache=True, nogil=True)
+def descend(A, left, right, pa, pb, Q, q, metric, coin):
+    """The leaf of a tree over ``A`` that row ``q`` of ``Q`` falls into."""
+    node = 0
+    while left[node] >= 0:
+        if pa[node] < 0:
+            node = left[node] if coin else right[node]
+        elif dist(Q, q, A, pa[node], metric) < dist(Q, q, A, pb[node], metric):
+            node = left[node]
+        else:
+            node = right[node]
+    return node
+
+
+# ------------------------------------------------------------------------------------------
+# NN-descent
+
+@njit(cache=True, nogil=True)
+def init_from_leaves(A, ind, dst, flg, start, stop, perm, left, metric):
+    """Offer every pair of rows sharing a leaf of a tree to each other's heaps."""
+    for node in range(left.size):
+        if left[node] >= 0:
+            continue
+        for s in range(start[node], stop[node]):
+            x = perm[s]
+            for t in range(s + 1, stop[node]):
+                y = perm[t]
+                d = dist(A, x, A, y, metric)
+                heap_push(ind, dst, flg, x, d, y, 1)
+                heap_push(ind, dst, flg, y, d, x, 1)
+
+
+@njit(cache=True, nogil=True)
+def init_random(A, ind, dst, flg, metric, seed):
+    """Fill empty heap slots with random rows (a tree leaf may hold fewer than K others)."""
+    state = rng_state_nb(seed)
+    n, K = ind.shape
+    for i in range(n):
+        if ind[i, 0] >= 0:
+            continue
+        for _ in range(2 * K):
+            j = _randint(state, n)
+            if j != i:
+                heap_push(ind, dst, flg, i, dist(A, i, A, j, metric), j, 1)
+            if ind[i, 0] >= 0:
+                break
+
+
+@njit(cache=True, nogil=True)
+def _candidates(ind, flg, max_cand, seed):
+    # New and old candidates per row, forward and reverse edges, at most max_cand each, kept by
+    # random priority (a reservoir through a small max-heap on the priority).
+    state = rng_state_nb(seed)
+    n, K = ind.shape
+    new_i = np.full((n, max_cand), -1, np.int64)
+    new_p = np.full((n, max_cand), np.inf)
+    old_i = np.full((n, max_cand), -1, np.int64)
+    old_p = np.full((n, max_cand), np.inf)
+    dummy = np.zeros((n, max_cand), np.uint8)
+    for i in range(n):
+        for t in range(K):
+            j = ind[i, t]
+            if j < 0:
+                continue
+            pr = _random(state)
+            if flg[i, t]:
+                heap_push(new_i, new_p, dummy, i, pr, j, 0)
+                heap_push(new_i, new_p, dummy, j, pr, i, 0)
+            else:
+                heap_push(old_i, old_p, dummy, i, pr, j, 0)
+                heap_push(old_i, old_p, dummy, j, pr, i, 0)
+    # The sampled new candidates count as old from now on.
+    for i in range(n):
+        for t in range(K):
+            j = ind[i, t]
+            if j < 0 or not flg[i, t]:
+                continue
+            for c in range(max_cand):
+                if new_i[i, c] == j:
+                    flg[i, t] = 0
+                    break
+    return new_i, old_i
+
+
+@njit(cache=True, nogil=True)
+def nn_descent(A, ind, dst, flg, metric, max_cand, n_iters, delta, seed):
+    """Refine the heaps by local joins until fewer than ``delta * n * K`` updates a round."""
+    n, K = ind.shape
+    for it in range(n_iters):
+        new_i, old_i = _candidates(ind, flg, max_cand, seed + it)
+        updates = 0
+        for i in range(n):
+            for a in range(max_cand):
+                p = new_i[i, a]
+                if p < 0:
+                    continue
+                for b in range(a + 1, max_cand):
+                    q = new_i[i, b]
+                    if q < 0:
+                        continue
+                    d = dist(A, p, A, q, metric)
+                    if d < dst[p, 0] or d < dst[q, 0]:
+                        updates += heap_push(ind, dst, flg, p, d, q, 1)
+                        updates += heap_push(ind, dst, flg, q, d, p, 1)
+                for b in range(max_cand):
+                    q = old_i[i, b]
+                    if q < 0 or q == p:
+                        continue
+                    d = dist(A, p, A, q, metric)
+                    if d < dst[p, 0] or d < dst[q, 0]:
+                        updates += heap_push(ind, dst, flg, p, d, q, 1)
+                        updates += heap_push(ind, dst, flg, q, d, p, 1)
+        if updates <= delta * n * K:
+            return it + 1
+    return n_iters
+
+
+@njit(cache=True, nogil=True)
+def brute_force(A, n, K, metric):
+    """Exact K nearest among the ``n`` rows of ``A`` (small blocks)."""
+    ind = np.full((n, K), -1, np.int64)
+    dst = np.full((n, K), np.inf)
+    flg = np.zeros((n, K), np.uint8)
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = dist(A, i, A, j, metric)
+            heap_push(ind, dst, flg, i, d, j, 0)
+            heap_push(ind, dst, flg, j, d, i, 0)
+    sort_heaps(ind, dst)
+    return ind, dst
+
+
+# ------------------------------------------------------------------------------------------
+# graph search (queries against a block's index)
+
+@njit(cache=True, nogil=True)
+def _cand_push(hd, hi, size, d, x):
+    # min-heap on distance
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if hd[parent] <= d:
+            break
+        hd[i], hi[i] = hd[parent], hi[parent]
+        i = parent
+    hd[i], hi[i] = d, x
+    return size + 1
+
+
+@njit(cache=True, nogil=True)
+def _cand_pop(hd, hi, size):
+    d0, x0 = hd[0], hi[0]
+    size -= 1
+    d, x = hd[size], hi[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        c = left
+        if left + 1 < size and hd[left + 1] < hd[left]:
+            c = left + 1
+        if hd[c] >= d:
+            break
+        hd[i], hi[i] = hd[c], hi[c]
+        i = c
+    if size > 0:
+        hd[i], hi[i] = d, x
+    return d0, x0, size
+
+
+@njit(cache=True, nogil=True)
+def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq, k, slack,
+           metric, seed, exclude, offset):
+    """Approximate ``k`` nearest rows of ``A`` to each query row, by best-first graph search.
+
+    Each query starts from the rows of the tree leaf it falls into and expands the nearest
+    unexpanded row while that row is within ``slack`` times the current k-th distance.
+    ``exclude[q] - offset`` (when in range) is never returned: the query row itself.
+    """
+    state = rng_state_nb(seed)
+    out_i = np.full((nq, k), -1, np.int64)
+    out_d = np.full((nq, k), np.inf)
+    out_f = np.zeros((nq, k), np.uint8)
+    seen = np.zeros(n, np.int64)
+    hd = np.empty(n + 1)
+    hi = np.empty(n + 1, np.int64)
+    for q in range(nq):
+        stamp = q + 1
+        skip = exclude[q] - offset if exclude.size > 0 else -1
+        if 0 <= skip < n:
+            seen[skip] = stamp
+        size = 0
+        leaf = descend(A, left, right, pa, pb, Q, q, metric, _random(state) < 0.5)
+        for t in range(start[leaf], stop[leaf]):
+            x = perm[t]
+            if seen[x] == stamp:
+                continue
+            seen[x] = stamp
+            d = dist(Q, q, A, x, metric)
+            heap_push(out_i, out_d, out_f, q, d, x, 0)
+            size = _cand_push(hd, hi, size, d, x)
+        while size > 0:
+            d, x, size = _cand_pop(hd, hi, size)
+            if d > out_d[q, 0] * slack:
+                break
+            for p in range(adj_ptr[x], adj_ptr[x + 1]):
+                y = adj_ind[p]
+                if seen[y] == stamp:
+                    continue
+                seen[y] = stamp
+                dy = dist(Q, q, A, y, metric)
+                if dy < out_d[q, 0] * slack:
+                    heap_push(out_i, out_d, out_f, q, dy, y, 0)
+                    size = _cand_push(hd, hi, size, dy, y)
+    sort_heaps(out_i, out_d)
+    return out_i, out_d
+
+
+# ------------------------------------------------------------------------------------------
+# duplicates: neighbour lists of every row from those of the distinct rows
+
+@njit(cache=True, nogil=True)
+def expand_duplicates(rows, row_group, u_row, g_start, g_size, members, u_ind, u_dst, k):
+    """Neighbour lists of rows ``rows`` from their groups of identical rows.
+
+    ``row_group[a]`` is the group (a distinct row) of row ``rows[a]``, whose members are
+    ``members[g_start[g]:g_start[g] + g_size[g]]`` in ascending row order;
+    ``u_ind[u_row[a]]``, ``u_dst[u_row[a]]`` are the nearest groups found for it (a new point
+    passes an empty group of its own). A row's candidates are the other members
+    of its group (distance 0) and the members of the neighbouring groups, each at its group's
+    distance; the ``k`` nearest by (distance, row number) are kept, as an exact search would.
+    """
+    m = rows.size
+    ku = u_ind.shape[1]
+    out_i = np.full((m, k), -1, np.int64)
+    out_d = np.full((m, k), np.inf)
+    cap = (k + 1) + ku * k
+    ci = np.empty(cap, np.int64)
+    cd = np.empty(cap)
+    for a in range(m):
+        r = rows[a]
+        g = row_group[a]
+        u = u_row[a]
+        c = 0
+        s = g_start[g]
+        for t in range(s, s + min(g_size[g], k + 1)):
+            if members[t] != r:
+                ci[c], cd[c] = members[t], 0.0
+                c += 1
+        for v in range(ku):
+            h = u_ind[u, v]
+            if h < 0:
+                continue
+            # Groups come nearest first: once k candidates are nearer, the rest cannot enter.
+            if c >= k:
+                sort_pairs(ci, cd, c)
+                c = k
+                if u_dst[u, v] > cd[k - 1]:
+                    break
+            s = g_start[h]
+            for t in range(s, s + min(g_size[h], k)):
+                ci[c], cd[c] = members[t], u_dst[u, v]
+                c += 1
+        sort_pairs(ci, cd, c)
+        for t in range(min(k, c)):
+            out_i[a, t], out_d[a, t] = ci[t], cd[t]
+    return out_i, out_d
