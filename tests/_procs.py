@@ -82,6 +82,31 @@ class DaskProcesses:
         os.killpg(self.workers[k].pid, signal.SIGKILL)
         self.workers[k].wait()
 
+    def kill_worker_at(self, client, address: str) -> None:
+        """Kill (SIGKILL) the worker process listening at ``address``."""
+        name = client.scheduler_info(n_workers=-1)["workers"][address]["name"]
+        self.kill_worker(int(str(name).lstrip("w")))
+
+    def alive(self) -> list[int]:
+        return [k for k, proc in enumerate(self.workers) if proc.poll() is None]
+
+    def ensure_workers(self, timeout: float = 60) -> "DaskProcesses":
+        """Replace dead worker processes until ``n_workers`` run, and wait until the scheduler
+        lists exactly the live ones (no worker it has not yet noticed is gone)."""
+        from distributed import Client
+
+        for _ in range(self.n_workers - len(self.alive())):
+            self.add_worker()
+        names = {f"w{k}" for k in self.alive()}
+        deadline = time.time() + timeout
+        with Client(self.address, timeout=timeout, set_as_default=False,
+                    **self.client_kwargs()) as c:
+            while {w["name"] for w in c.scheduler_info(n_workers=-1)["workers"].values()} != names:
+                if time.time() > deadline:
+                    raise RuntimeError(f"workers {sorted(names)} did not all register")
+                time.sleep(0.05)
+        return self
+
     def stop(self) -> None:
         for proc in [*self.workers, self.scheduler]:
             if proc is not None and proc.poll() is None:

@@ -1,5 +1,6 @@
 """Shared fixtures: one in-process-spawned LocalCluster for the session, shared data paths, and
-real ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1 for the cluster tests."""
+real ``dask scheduler`` / ``dask worker`` processes on 127.0.0.1 for the cluster tests (one set
+for the whole session, plus a factory for tests that need their own, such as TLS)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,23 @@ def kdd99_path(shared_data) -> Path:
     if not path.is_file():
         pytest.skip(f"{path} is missing")
     return path
+
+
+@pytest.fixture(scope="session")
+def _real_cluster(tmp_path_factory):
+    procs = DaskProcesses(tmp_path_factory.mktemp("real-cluster"), n_workers=3)
+    try:
+        yield procs.start()
+    finally:
+        procs.stop()
+
+
+@pytest.fixture
+def real_cluster(_real_cluster) -> DaskProcesses:
+    """A real ``dask scheduler`` and 3 ``dask worker`` processes on 127.0.0.1, started once per
+    session (each fresh worker pays seconds of imports and numba cache loads): every test gets
+    it with 3 live workers, a worker a previous test killed being replaced first."""
+    return _real_cluster.ensure_workers()
 
 
 @pytest.fixture

@@ -86,8 +86,8 @@ def test_bad_parameters_fail_before_reading(tmp_path, capsys, flags, message):
 
 
 @pytest.mark.cluster
-def test_fit_against_real_scheduler_and_workers(dask_processes, tmp_path):
-    cluster = dask_processes(n_workers=2)
+def test_fit_against_real_scheduler_and_workers(real_cluster, tmp_path):
+    cluster = real_cluster
     data = tmp_path / "train.svm"
     write_problem(data, unlabeled_every=3)
     model = tmp_path / "model"
@@ -103,10 +103,10 @@ def test_fit_against_real_scheduler_and_workers(dask_processes, tmp_path):
 
 
 @pytest.mark.cluster
-def test_detached_fit_finishes_after_the_submitter_exits(dask_processes, tmp_path):
+def test_detached_fit_finishes_after_the_submitter_exits(real_cluster, tmp_path):
     import time
 
-    cluster = dask_processes(n_workers=2)
+    cluster = real_cluster
     data = tmp_path / "train.svm"
     write_problem(data, unlabeled_every=3)
     model = tmp_path / "model"

@@ -83,8 +83,8 @@ def check_finished(run_dir: Path, capsys) -> None:
     assert (run_dir / "report.json").is_file()
 
 
-def test_detached_run_survives_the_submitting_process(dask_processes, tmp_path, capsys):
-    procs = dask_processes(2)
+def test_detached_run_survives_the_submitting_process(real_cluster, tmp_path, capsys):
+    procs = real_cluster
     t0 = time.monotonic()
     run_dir = submit(procs.address, tmp_path)
     print(f"submitted in {time.monotonic() - t0:.1f} s", file=sys.stderr)
