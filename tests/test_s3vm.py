@@ -29,10 +29,40 @@ def data():
     return clusters()
 
 
-def test_tsvm_objective_path_matches_numpy_reference(client, data):
+# Fits that several tests check, made once per module (each costs hundreds of round trips).
+@pytest.fixture(scope="module")
+def tsvm_half(client, data):
+    """TSVM at gamma' = 0.5 on 3 blocks (the reference path, block and worker counts, warm start)."""
     X, yl, _ = data
-    m = TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
-             n_blocks=3).fit(X, yl)
+    return TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
+                n_blocks=3).fit(X, yl)
+
+
+@pytest.fixture(scope="module")
+def tsvm_one(client, data):
+    """TSVM at gamma' = 1 with as many switches as qualify (switching tests)."""
+    X, yl, _ = data
+    return TSVM(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
+
+
+def whole_fraction(yl, r=0.4):
+    """r rounded to a whole number of positives among the unlabeled rows (DA balances to that:
+    mean(p) = r is then reachable exactly)."""
+    u = int((yl == 0).sum())
+    return round(r * u) / u
+
+
+@pytest.fixture(scope="module")
+def da_half(client, data):
+    """DA at gamma' = 0.5 on 3 blocks (the reference path, balance and entropy, worker counts)."""
+    X, yl, _ = data
+    return DAS3VM(gamma=1e-2, gamma_u=0.5, pos_fraction=whole_fraction(yl), unlabeled=0,
+                  client=client, n_blocks=3).fit(X, yl)
+
+
+def test_tsvm_objective_path_matches_numpy_reference(tsvm_half, data):
+    X, yl, _ = data
+    m = tsvm_half
     path, w = ref.tsvm(X, yl, 1e-2, 0.5, 0.4, S=len(yl))
     ours = [h["objective"] for h in m.history_[1:]]
     assert len(ours) == len(path)
@@ -41,29 +71,27 @@ def test_tsvm_objective_path_matches_numpy_reference(client, data):
     assert m.objective_ == pytest.approx(path[-1], rel=1e-7)
 
 
-def test_switching_strictly_decreases_objective(client, data):
-    X, yl, _ = data
-    m = TSVM(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
+def test_switching_strictly_decreases_objective(tsvm_one):
+    m = tsvm_one
     switched = [h for h in m.history_[1:] if h["switches"] > 0]
     assert switched, "the test problem should need label switches"
     for h in switched:
         assert np.all(np.diff(h["retrains"]) < 0), h
 
 
-def test_single_and_max_switching_agree(client, data):
+def test_single_and_max_switching_agree(client, data, tsvm_one):
     X, yl, _ = data
     common = dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client)
     one = TSVM(max_switches=1, **common).fit(X, yl)
-    many = TSVM(**common).fit(X, yl)
+    many = tsvm_one
     assert abs(one.objective_ - many.objective_) <= 0.01 * many.objective_
     assert sum(h["switches"] for h in one.history_) >= sum(h["switches"] for h in many.history_)
 
 
-def test_da_objective_path_matches_numpy_reference(client, data):
+def test_da_objective_path_matches_numpy_reference(da_half, data):
     X, yl, _ = data
-    m = DAS3VM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
-               n_blocks=3).fit(X, yl)
-    path, (best, w) = ref.da(X, yl, 1e-2, 0.5, 0.4)
+    m = da_half
+    path, (best, w) = ref.da(X, yl, 1e-2, 0.5, whole_fraction(yl))
     ours = [h["objective"] for h in m.history_]
     assert len(ours) == len(path)
     np.testing.assert_allclose(ours, path, rtol=1e-6)
@@ -71,11 +99,11 @@ def test_da_objective_path_matches_numpy_reference(client, data):
     np.testing.assert_allclose(np.r_[m.coef_[0], m.intercept_], w, rtol=1e-5, atol=1e-7)
 
 
-def test_da_balance_and_final_entropy(client, data):
+def test_da_balance_and_final_entropy(da_half, data):
     X, yl, _ = data
     u = int((yl == 0).sum())
-    r = 102 / u  # a whole number of positives: mean(p) = r is then reachable exactly
-    m = DAS3VM(gamma=1e-2, gamma_u=1.0, pos_fraction=r, unlabeled=0, client=client).fit(X, yl)
+    r = whole_fraction(yl)
+    m = da_half
     for h in m.history_:
         assert abs(h["mean_p"] - r) < 1e-9
     assert m.history_[-1]["entropy"] < u * 1e-6
@@ -95,28 +123,29 @@ def test_tsvm_beats_supervised_svm_on_clusters(client):
 
 
 @pytest.mark.parametrize("n_blocks", [1, 5])
-def test_block_count_does_not_change_result(client, data, n_blocks):
+def test_block_count_does_not_change_result(client, data, tsvm_half, n_blocks):
     X, yl, _ = data
     common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
-    ref_t = TSVM(n_blocks=2, **common).fit(X, yl)
+    ref_t = tsvm_half  # 3 blocks
     t = TSVM(n_blocks=n_blocks, **common).fit(X, yl)
     assert t.objective_ == pytest.approx(ref_t.objective_, rel=1e-9)
     np.testing.assert_array_equal(t.transduction_, ref_t.transduction_)
 
 
-def test_worker_count_does_not_change_result(client, data):
+def test_worker_count_does_not_change_result(data, tsvm_half, da_half):
     X, yl, _ = data
-    common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0)
-    expected_t = TSVM(client=client, **common).fit(X, yl).objective_
-    expected_d = DAS3VM(client=client, **common).fit(X, yl).objective_
+    common = dict(gamma=1e-2, gamma_u=0.5, unlabeled=0)
+    # 2 workers: the session cluster's fits, on 3 blocks as the others below
+    expected_t = tsvm_half.objective_
+    expected_d = da_half.objective_
     for n_workers in (1, 3):
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
                           dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
                 Client(cluster, set_as_default=False) as other:
-            assert TSVM(client=other, n_blocks=3, **common).fit(X, yl).objective_ == \
-                pytest.approx(expected_t, rel=1e-9)
-            assert DAS3VM(client=other, n_blocks=3, **common).fit(X, yl).objective_ == \
-                pytest.approx(expected_d, rel=1e-8)
+            assert TSVM(client=other, n_blocks=3, pos_fraction=0.4, **common).fit(X, yl) \
+                .objective_ == pytest.approx(expected_t, rel=1e-9)
+            assert DAS3VM(client=other, n_blocks=3, pos_fraction=whole_fraction(yl),
+                          **common).fit(X, yl).objective_ == pytest.approx(expected_d, rel=1e-8)
 
 
 @pytest.mark.parametrize("cls", [TSVM, DAS3VM])
@@ -141,10 +170,10 @@ def test_all_or_no_rows_labeled(client, data, cls):
         cls(unlabeled=0, client=client).fit(X, np.zeros_like(y))
 
 
-def test_warm_started_tsvm_skips_the_ramp(client, data):
+def test_warm_started_tsvm_skips_the_ramp(client, data, tsvm_half):
     X, yl, _ = data
     common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
-    cold = TSVM(**common).fit(X, yl)
+    cold = tsvm_half
     warm = TSVM(**common).fit(X, yl, coef_init=cold.coef_with_bias())
     assert [h["gamma_u"] for h in warm.history_[1:]] == [0.5]
     assert warm.objective_ <= cold.objective_ * (1 + 1e-9)
