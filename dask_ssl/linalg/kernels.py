@@ -10,9 +10,13 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .distinct import DistinctRows
+
 
 def matvec(X, w: np.ndarray, bias: bool) -> np.ndarray:
     """Outputs ``[X, 1] w`` (or ``X w`` without bias)."""
+    if isinstance(X, DistinctRows):
+        return X.gather(matvec(X.U, w, bias))
     if bias:
         return np.asarray(X @ w[:-1]).ravel() + w[-1]
     return np.asarray(X @ w).ravel()
@@ -20,6 +24,8 @@ def matvec(X, w: np.ndarray, bias: bool) -> np.ndarray:
 
 def rmatvec(X, v: np.ndarray, bias: bool) -> np.ndarray:
     """``[X, 1]^T v`` (or ``X^T v``)."""
+    if isinstance(X, DistinctRows):
+        return rmatvec(X.U, X.combine(v), bias)
     out = np.asarray(X.T @ v).ravel()
     if bias:
         return np.concatenate([out, [v.sum()]])
@@ -55,6 +61,10 @@ def _csr_gram_rows(indptr, indices, data, rows, weights, G, bias_col):
 
 def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool) -> np.ndarray:
     """``sum_{r in rows} weights_r x_r x_r^T`` over the (bias-augmented) rows, dense."""
+    if isinstance(X, DistinctRows):
+        combined = X.combine(weights, rows)
+        distinct = np.flatnonzero(combined)
+        return gram_rows(X.U, distinct, combined[distinct], bias)
     d = X.shape[1]
     size = d + 1 if bias else d
     G = np.zeros((size, size))

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.linalg
 
 from . import kernels, workerstate
+from .distinct import distinct_rows
 from .rowblocks import RowBlocks
 
 #: Step lengths evaluated in the first line-search round trip; Newton steps usually land near 1.
@@ -46,6 +47,7 @@ def ws_init(i, X, arrays, token):
     for k in ("cpos", "cneg", "csq", "tsq"):
         state.setdefault(k, np.zeros(n))
     state["o"] = np.zeros(n)
+    state["rows"] = distinct_rows(X)
     workerstate.put(token, i, state)
     return n
 
@@ -62,6 +64,7 @@ def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
     if prologue is not None:
         # the owner's per-block update (new costs, switched labels) rides on this round trip
         prologue[0](i, X, st, *prologue[1:])
+    X = st["rows"]
     st["o"] = kernels.matvec(X, w, bias) if step is None else st["o"] + step * st["d"]
     o = st["o"]
     a, b = kernels.active_weights(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
@@ -94,7 +97,8 @@ def ws_advance(i, X, token, step, epilogue=None):
 
 
 def ws_normal_product(i, X, token, p, bias):
-    return kernels.weighted_normal_product(X, workerstate.get(token, i)["a"], p, bias)
+    st = workerstate.get(token, i)
+    return kernels.weighted_normal_product(st["rows"], st["a"], p, bias)
 
 
 def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
@@ -106,7 +110,7 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
     """
     st = workerstate.get(token, i)
     o = st["o"]
-    o_new = kernels.matvec(X, wbar, bias)
+    o_new = kernels.matvec(st["rows"], wbar, bias)
     st["d"] = o_new - o
     viol = kernels.margin_violations(o, o_new, st["cpos"], st["cneg"], tau)
     der, slope, val, counts = kernels.line_derivatives(o, st["d"], st["cpos"], st["cneg"],

@@ -6,7 +6,7 @@ import time
 
 import numba
 import numpy as np
-from scipy.special import entr, expit, logit, rel_entr
+from scipy.special import logit
 
 from ..linalg import workerstate
 from ..linalg.kernels import matvec
@@ -16,8 +16,11 @@ from .base import LinearSSLClassifier, check_positive
 from .l2svm import init_blocks
 from .tsvm import TSVM
 
-#: Evaluations of the balance equation per round trip (a bracketing grid plus a Newton guess).
-ROOT_GRID = 31
+#: Each further round trip of the balance root evaluates an even grid over the bracket plus
+#: Newton's guess and points at these multiples of its last step around it (the guess is
+#: usually within a small fraction of that step, so the bracket collapses onto it).
+ROOT_GRID = 5
+ROOT_PROBES = np.array([-4.0, -1.0, -0.25, -1 / 64, 0.0, 1 / 64, 0.25, 1.0, 4.0])
 
 
 # worker side ------------------------------------------------------------------------------
@@ -94,14 +97,31 @@ def ws_balance(i, X, token, nus, T):
 def ws_p_step(i, X, token, nu, T, cu):
     """Set p at the balance root; return KL(p, q) against the previous p, the entropy, sum p."""
     st = workerstate.get(token, i)
-    q = st["p"][st["unl"]]
-    p_u = expit((2.0 * nu - st["g"]) / T)
-    kl = float(np.sum(rel_entr(p_u, q) + rel_entr(1.0 - p_u, 1.0 - q)))
-    h = float(np.sum(entr(p_u) + entr(1.0 - p_u)))
+    p_u, kl, h = _p_update(st["g"], st["p"][st["unl"]], nu, T)
     st["p"] = np.zeros_like(st["p"])
     st["p"][st["unl"]] = p_u
     _set_costs(st, cu)
     return kl, h, float(p_u.sum())
+
+
+# numpy error model: x log(x / 0) is inf, as scipy's rel_entr gives, not an exception
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _xlogy_ratio(x, y):
+    return x * np.log(x / y) if x > 0.0 else 0.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _p_update(g, q, nu, T):
+    """p at the balance root (Eq 6.12), KL(p, q) to the previous p and the entropy of p."""
+    p = np.empty(g.shape[0])
+    kl = 0.0
+    h = 0.0
+    for j in range(g.shape[0]):
+        pj = 1.0 / (1.0 + np.exp((g[j] - 2.0 * nu) / T))
+        p[j] = pj
+        kl += _xlogy_ratio(pj, q[j]) + _xlogy_ratio(1.0 - pj, 1.0 - q[j])
+        h -= _xlogy_ratio(pj, 1.0) + _xlogy_ratio(1.0 - pj, 1.0)
+    return p, kl, h
 
 
 def ws_get_p(i, X, token):
@@ -111,7 +131,7 @@ def ws_get_p(i, X, token):
 # driver side ------------------------------------------------------------------------------
 
 #: First candidates for nu, in units of T around the previous root (p_j(nu) has width ~T).
-NU_OFFSETS = np.concatenate([-np.geomspace(1e-6, 100.0, 12)[::-1], [0.0], np.geomspace(1e-6, 100.0, 12)])
+NU_OFFSETS = np.concatenate([-np.geomspace(1e-6, 100.0, 7)[::-1], [0.0], np.geomspace(1e-6, 100.0, 7)])
 
 
 def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u: int,
@@ -140,7 +160,8 @@ def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u:
         guess = nus[k] - f[k] / dsums[k] if dsums[k] > 0 else 0.5 * (a + b)
         if not a <= guess <= b:
             guess = 0.5 * (a + b)
-        nus = np.unique(np.concatenate([np.linspace(a, b, ROOT_GRID), [guess]]))
+        probes = np.clip(guess + abs(guess - nus[k]) * ROOT_PROBES, a, b)
+        nus = np.unique(np.concatenate([np.linspace(a, b, ROOT_GRID), probes]))
         parts = blocks.call(ws_balance, token, nus, T)
         trips += 1
         sums = np.sum([p[0] for p in parts], axis=0)

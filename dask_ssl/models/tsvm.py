@@ -96,7 +96,10 @@ def merge_switches(cands: list, max_pairs: int) -> tuple[list, int]:
         vals = np.concatenate([c[vals_col] for c in cands])
         idx = np.concatenate([c[idx_col] for c in cands])
         blk = np.concatenate([np.full(len(c[idx_col]), b) for b, c in enumerate(cands)])
-        order = np.lexsort((idx, blk, -vals if descending else vals))
+        # Each block's list is sorted with ties in row order, and the lists are concatenated in
+        # block order: a stable sort (a merge of presorted runs) then orders ties by (block,
+        # row), the same for any partitioning.
+        order = np.argsort(-vals if descending else vals, kind="stable")
         return vals[order], idx[order], blk[order]
 
     pv, pi, pb = merged(0, 1, False)
