@@ -36,7 +36,9 @@ def connect(args):
 
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be at least 1, got {args.workers}")
-    client = get_client(scheduler=args.scheduler, n_workers=args.workers or 2)
+    # Neither flag: the current client when the command runs in a process that has one (tests,
+    # notebooks), else a LocalCluster of 2 workers as from a shell.
+    client = get_client(scheduler=args.scheduler, n_workers=args.workers)
     if args.scheduler is None:
         print(f"dask-ssl: LocalCluster with {len(client.scheduler_info()['workers'])} workers, "
               f"dashboard {client.dashboard_link}", file=sys.stderr)
