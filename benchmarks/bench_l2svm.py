@@ -1,7 +1,9 @@
 """L2SVM (L2-SVM-MFN on a 2-worker LocalCluster) against LIBLINEAR -s 2, same data, same run.
 
 KDD99 10% sample, all rows labeled, gamma = 0.001 (LIBLINEAR C = 1/(2 gamma n), bias -B 1, both
-regularize the bias). Prints wall time, objective (svmlin normalization) and their ratios.
+regularize the bias). Prints wall time, objective (svmlin normalization) and the time ratio
+against LIBLINEAR at the stopping tolerance that first reaches an objective within 1e-6
+(relative) of the best one, which is the accuracy the target is set at.
 
     python benchmarks/bench_l2svm.py [--gamma 0.001] [--rcv1 [N_ROWS]]
 """
@@ -43,9 +45,9 @@ def kdd99(gamma: float, repeats: int) -> None:
     X, y = read_kdd99(str(KDD99))
     print(f"KDD99 10%: {X.shape[0]} x {X.shape[1]}, {X.nnz / X.shape[0]:.2f} nnz/row, gamma={gamma}")
     rows = []
-    for eps in (0.01, 1e-4):
+    for eps in (0.01, 1e-4, 1e-5, 1e-6):
         best = min((liblinear(X, y, gamma, eps) for _ in range(repeats)), key=lambda r: r[0])
-        rows.append((f"LIBLINEAR -s 2 -e {eps}", best[0], objective(X, y, best[1], best[2], gamma)))
+        rows.append((f"LIBLINEAR -s 2 -e {eps:g}", best[0], objective(X, y, best[1], best[2], gamma)))
     with local_cluster(2) as client:
         blocks = read_kdd99(str(KDD99), client=client)
         times = []
@@ -55,11 +57,17 @@ def kdd99(gamma: float, repeats: int) -> None:
         trips = blocks.round_trips
         ours = objective(X, y, m.coef_[0], m.intercept_[0], gamma)
         rows.append((f"dask-ssl L2SVM (2 workers, {m.n_iter_} Newton steps)", min(times), ours))
-    ref_time, ref_obj = rows[0][1], min(r[2] for r in rows[:2])
-    print(f"{'solver':48s} {'seconds':>8s} {'time ratio':>10s} {'objective':>14s} {'gap (rel)':>10s}")
+    best_obj = min(r[2] for r in rows)
+    # the peer's time at the target accuracy: its fastest run within 1e-6 of the best objective
+    matched = [r for r in rows[:-1] if (r[2] - best_obj) / best_obj <= 1e-6]
+    ref_name, ref_time = (matched[0][0], min(r[1] for r in matched)) if matched else ("-", np.nan)
+    print(f"{'solver':48s} {'seconds':>8s} {'vs peer':>8s} {'objective':>14s} {'gap (rel)':>10s}")
     for name, sec, obj in rows:
-        print(f"{name:48s} {sec:8.3f} {sec / ref_time:10.2f} {obj:14.10f} {(obj - ref_obj) / ref_obj:10.2e}")
-    print(f"round trips over {repeats} fits: {trips}")
+        print(f"{name:48s} {sec:8.3f} {sec / ref_time:8.2f} {obj:14.10f} "
+              f"{(obj - best_obj) / best_obj:10.2e}")
+    print(f"time ratio at objective gap <= 1e-6: {rows[-1][1] / ref_time:.2f} "
+          f"(peer: fastest LIBLINEAR run within 1e-6, {ref_name}); round trips over {repeats} "
+          f"fits: {trips}")
 
 
 def rcv1(n_rows: int) -> None:
