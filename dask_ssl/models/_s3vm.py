@@ -7,6 +7,7 @@ weight), ``unl`` (unlabeled mask) beside the solver's ``cpos``/``cneg``/``o``.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from ..linalg import workerstate
@@ -39,11 +40,20 @@ def s3vm_arrays(y: np.ndarray, costs: np.ndarray) -> dict:
 
 def tsvm_objective_parts(st) -> tuple[float, float]:
     """Labeled squared-hinge loss (with its 1/2) and ``sum_u max(0, 1 - |o_j|)^2`` of a block."""
-    o = st["o"]
-    lab = ~st["unl"]
-    labeled = 0.5 * float(np.sum(st["cl"][lab] * np.maximum(0.0, 1.0 - st["ylab"][lab] * o[lab]) ** 2))
-    unlabeled = float(np.sum(np.maximum(0.0, 1.0 - np.abs(o[st["unl"]])) ** 2))
-    return labeled, unlabeled
+    return _objective_parts(st["o"], st["unl"], st["cl"], st["ylab"])
+
+
+@numba.njit(cache=True, nogil=True)
+def _objective_parts(o, unl, cl, ylab):
+    # one pass: this runs in the last round trip of every solve
+    labeled = 0.0
+    unlabeled = 0.0
+    for i in range(o.shape[0]):
+        if unl[i]:
+            unlabeled += max(0.0, 1.0 - abs(o[i])) ** 2
+        else:
+            labeled += cl[i] * max(0.0, 1.0 - ylab[i] * o[i]) ** 2
+    return 0.5 * labeled, unlabeled
 
 
 def tsvm_objective(w: np.ndarray, gamma: float, gamma_u: float, n_unlabeled: int, parts) -> float:

@@ -44,12 +44,22 @@ def epi_gaps(i, X, st, gamma_u, nus, T):
     """After a w-step: ``g_j = gamma' [l2(o_j) - l2(-o_j)]`` (Eq 6.12) on unlabeled rows, their
     range (to bracket the balance root), the balance sums at the driver's first candidates for
     nu (around the previous root) and the TSVM objective parts."""
-    o = st["o"][st["unl"]]
-    g = gamma_u * (np.maximum(0.0, 1.0 - o) ** 2 - np.maximum(0.0, 1.0 + o) ** 2)
+    g = _gaps(st["o"], st["unl"], gamma_u)
     st["g"] = g
     st["g_levels"] = _levels(g)
     lo, hi = (float(g.min()), float(g.max())) if g.size else (np.inf, -np.inf)
     return lo, hi, _balance(st["g_levels"], nus, T), tsvm_objective_parts(st)
+
+
+@numba.njit(cache=True, nogil=True)
+def _gaps(o, unl, gamma_u):
+    g = np.empty(np.count_nonzero(unl))
+    k = 0
+    for i in range(o.shape[0]):
+        if unl[i]:
+            g[k] = gamma_u * (max(0.0, 1.0 - o[i]) ** 2 - max(0.0, 1.0 + o[i]) ** 2)
+            k += 1
+    return g
 
 
 def _levels(g):
