@@ -90,12 +90,16 @@ class DaskProcesses:
     def alive(self) -> list[int]:
         return [k for k, proc in enumerate(self.workers) if proc.poll() is None]
 
-    def ensure_workers(self, timeout: float = 60) -> "DaskProcesses":
-        """Replace dead worker processes until ``n_workers`` run, and wait until the scheduler
-        lists exactly the live ones (no worker it has not yet noticed is gone)."""
+    def ensure_workers(self, n_workers: int, timeout: float = 60) -> "DaskProcesses":
+        """Make exactly ``n_workers`` worker processes run (start new ones in place of dead
+        ones, or stop the newest), and wait until the scheduler lists exactly the live ones."""
         from distributed import Client
 
-        for _ in range(self.n_workers - len(self.alive())):
+        n = self.n_workers = n_workers
+        for k in self.alive()[n:]:
+            os.killpg(self.workers[k].pid, signal.SIGTERM)
+            self.workers[k].wait(timeout=timeout)
+        for _ in range(n - len(self.alive())):
             self.add_worker()
         names = {f"w{k}" for k in self.alive()}
         deadline = time.time() + timeout

@@ -46,7 +46,7 @@ def kdd99_path(shared_data) -> Path:
 
 @pytest.fixture(scope="session")
 def _real_cluster(tmp_path_factory):
-    procs = DaskProcesses(tmp_path_factory.mktemp("real-cluster"), n_workers=3)
+    procs = DaskProcesses(tmp_path_factory.mktemp("real-cluster"), n_workers=2)
     try:
         yield procs.start()
     finally:
@@ -54,11 +54,12 @@ def _real_cluster(tmp_path_factory):
 
 
 @pytest.fixture
-def real_cluster(_real_cluster) -> DaskProcesses:
-    """A real ``dask scheduler`` and 3 ``dask worker`` processes on 127.0.0.1, started once per
-    session (each fresh worker pays seconds of imports and numba cache loads): every test gets
-    it with 3 live workers, a worker a previous test killed being replaced first."""
-    return _real_cluster.ensure_workers()
+def real_cluster(_real_cluster):
+    """Factory: a real ``dask scheduler`` with ``n_workers`` ``dask worker`` processes on
+    127.0.0.1. One scheduler serves the whole session (each fresh worker pays seconds of imports
+    and numba cache loads); every call returns it with exactly ``n_workers`` live workers,
+    starting some in place of ones a previous test killed, or stopping the newest."""
+    return _real_cluster.ensure_workers
 
 
 @pytest.fixture

@@ -87,7 +87,7 @@ def test_bad_parameters_fail_before_reading(tmp_path, capsys, flags, message):
 
 @pytest.mark.cluster
 def test_fit_against_real_scheduler_and_workers(real_cluster, tmp_path):
-    cluster = real_cluster
+    cluster = real_cluster(n_workers=2)
     data = tmp_path / "train.svm"
     write_problem(data, unlabeled_every=3)
     model = tmp_path / "model"
@@ -106,7 +106,7 @@ def test_fit_against_real_scheduler_and_workers(real_cluster, tmp_path):
 def test_detached_fit_finishes_after_the_submitter_exits(real_cluster, tmp_path):
     import time
 
-    cluster = real_cluster
+    cluster = real_cluster(n_workers=2)
     data = tmp_path / "train.svm"
     write_problem(data, unlabeled_every=3)
     model = tmp_path / "model"

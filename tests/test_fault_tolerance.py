@@ -55,7 +55,7 @@ def wait_for_stage(checkpoint, stage, proc=None, timeout=240):
     (DAS3VM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, T0=0.4)),
 ])
 def test_killed_worker_does_not_change_objective(real_cluster, tmp_path, cls, params):
-    cluster = real_cluster
+    cluster = real_cluster(n_workers=3)
     assert len(cluster.alive()) == 3
     data = tmp_path / "train.svm"
     write_clusters(data)
@@ -87,7 +87,7 @@ def _fit(est, blocks, errors):
 
 
 def test_killed_driver_resumes_to_same_objective(real_cluster, tmp_path):
-    cluster = real_cluster
+    cluster = real_cluster(n_workers=3)
     data = tmp_path / "train.svm"
     write_clusters(data, seed=1)
     fit = ["fit", "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "1"]

@@ -32,7 +32,7 @@ def data():
 # Fits that several tests check, made once per module (each costs hundreds of round trips).
 @pytest.fixture(scope="module")
 def tsvm_half(client, data):
-    """TSVM at gamma' = 0.5 on 3 blocks (the reference path, block and worker counts, warm start)."""
+    """TSVM at gamma' = 0.5 on 3 blocks (reference path, block and worker counts, warm start)."""
     X, yl, _ = data
     return TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
                 n_blocks=3).fit(X, yl)

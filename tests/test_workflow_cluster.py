@@ -84,7 +84,7 @@ def check_finished(run_dir: Path, capsys) -> None:
 
 
 def test_detached_run_survives_the_submitting_process(real_cluster, tmp_path, capsys):
-    procs = real_cluster
+    procs = real_cluster(n_workers=2)
     t0 = time.monotonic()
     run_dir = submit(procs.address, tmp_path)
     print(f"submitted in {time.monotonic() - t0:.1f} s", file=sys.stderr)
