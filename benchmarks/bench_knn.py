@@ -56,6 +56,8 @@ def main():
     ap.add_argument("--replicate", type=int, default=1)
     ap.add_argument("--blocks", type=int, default=2)
     ap.add_argument("--epsilon", type=float, default=0.1)
+    ap.add_argument("--index-neighbors", type=int, default=None)
+    ap.add_argument("--budget", type=int, default=None, help="build_knn search_budget")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--no-peer", action="store_true")
     args = ap.parse_args()
@@ -82,7 +84,9 @@ def main():
     data = RowBlocks.from_array(X, client=client, n_blocks=args.blocks, y=y)
     t_scatter = time.perf_counter() - t
     t = time.perf_counter()
-    neigh = build_knn(data, 10, metric=metric, search_epsilon=args.epsilon, random_state=0)
+    neigh = build_knn(data, 10, metric=metric, search_epsilon=args.epsilon,
+                      index_neighbors=args.index_neighbors, search_budget=args.budget,
+                      random_state=0)
     t_ours = time.perf_counter() - t
     rss = client.run(_peak_rss_mb)
 

@@ -10,6 +10,28 @@ from dask_ssl.graph.quality import exact_neighbors, knn_quality
 from dask_ssl.linalg.rowblocks import RowBlocks
 
 
+def _compile_kernels():
+    """Run every kNN kernel once on tiny inputs in this process (dense and sparse)."""
+    from dask_ssl.graph.knn import _build_index, _search_index, prepare_rows
+
+    rng = np.random.default_rng(0)
+    for X, metric in ((rng.random((400, 3)), "euclidean"),
+                      (sp.random(400, 30, density=0.2, random_state=0, format="csr"), "cosine")):
+        index = _build_index(0, X, None, metric, 8, 1, 20, 8, 2, 0)
+        _search_index(index, prepare_rows(X[:5], metric), 3, 0.1, 0, 0, 100)
+    return True
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled_workers(client):
+    """Compile the kernels on one worker, then let the others load them from numba's disk
+    cache: two workers compiling the same kernels at once would each pay the full cost on a
+    2-core machine."""
+    workers = sorted(client.scheduler_info()["workers"])
+    client.run(_compile_kernels, workers=workers[:1])
+    client.run(_compile_kernels, workers=workers[1:])
+
+
 @pytest.fixture(scope="module")
 def kdd_subset(kdd99_path):
     from dask_ssl.data.kdd99 import read_kdd99

@@ -475,12 +475,14 @@ def _cand_pop(hd, hi, size):
 
 @njit(cache=True, nogil=True)
 def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq, k, slack,
-           metric, seed, exclude, offset):
+           metric, seed, exclude, offset, budget):
     """Approximate ``k`` nearest rows of ``A`` to each query row, by best-first graph search.
 
     Each query starts from the rows of the tree leaf it falls into and expands the nearest
     unexpanded row while that row is within ``slack`` times the current k-th distance.
     ``exclude[q] - offset`` (when in range) is never returned: the query row itself.
+    At most ``budget`` distances are computed per query (0: no limit): on data with wide
+    plateaus of nearly equal distances best-first search can otherwise wander far.
     """
     state = rng_state_nb(seed)
     out_i = np.full((nq, k), -1, np.int64)
@@ -504,15 +506,17 @@ def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq
             d = dist(Q, q, A, x, metric)
             heap_push(out_i, out_d, out_f, q, d, x, 0)
             size = _cand_push(hd, hi, size, d, x)
+        evals = stop[leaf] - start[leaf]
         while size > 0:
             d, x, size = _cand_pop(hd, hi, size)
-            if d > out_d[q, 0] * slack:
+            if d > out_d[q, 0] * slack or (budget > 0 and evals >= budget):
                 break
             for p in range(adj_ptr[x], adj_ptr[x + 1]):
                 y = adj_ind[p]
                 if seen[y] == stamp:
                     continue
                 seen[y] = stamp
+                evals += 1
                 dy = dist(Q, q, A, y, metric)
                 if dy < out_d[q, 0] * slack:
                     heap_push(out_i, out_d, out_f, q, dy, y, 0)

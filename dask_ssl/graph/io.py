@@ -1,8 +1,8 @@
 """Saving a graph and loading it back (``graph.json`` plus one ``.npz`` per block; no pickle).
 
 Each worker writes and reads its own blocks, so the graph never passes through the driver. The
-per-block pynndescent indexes are not saved (they cannot be without pickle); a loaded graph
-searches new points exactly, block by block.
+per-block search indexes are not saved (only the kNN lists and ``W``); a loaded graph searches
+new points exactly, block by block.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ current k-th distance the cross-block search keeps expanding) trade recall for t
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +38,7 @@ from . import _nndescent as nnd
 from .exact import exact_block
 
 METRICS = ("euclidean", "cosine")
+logger = logging.getLogger(__name__)
 _METRIC_CODE = {"euclidean": nnd.EUCLIDEAN, "cosine": nnd.COSINE}
 
 @dataclass
@@ -216,7 +219,7 @@ def _index_rows(index):
     return index.rows
 
 
-def _search_index(index, Q, k, epsilon, offset, seed, exclude=None):
+def _search_index(index, Q, k, epsilon, offset, seed, budget=0, exclude=None):
     """The ``k`` nearest rows of ``index`` (global numbers from ``offset``) to prepared ``Q``."""
     slack = (1.0 + epsilon) ** 2 if index.metric == "euclidean" else 1.0 + epsilon
     left, right, pa, pb, start, stop, perm = index.tree
@@ -224,7 +227,7 @@ def _search_index(index, Q, k, epsilon, offset, seed, exclude=None):
     excl = np.empty(0, np.int64) if exclude is None else np.asarray(exclude, np.int64)
     ind, dst = nnd.search(index.rows, index.n, index.adj_ptr, index.adj_ind, left, right, pa,
                           pb, start, stop, perm, Q, _n_prepared(Q), k, slack,
-                          _METRIC_CODE[index.metric], seed, excl, offset)
+                          _METRIC_CODE[index.metric], seed, excl, offset, int(budget))
     missing = ind < 0
     return (np.where(missing, -1, ind + offset),
             np.where(missing, np.inf, _true_distance(dst, index.metric)).astype(np.float32))
@@ -285,7 +288,8 @@ def _scatter_parts(client, owners, parts):
 def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidean",
               index_neighbors: int | None = None, search_epsilon: float = 0.1,
               n_trees: int | None = None, max_candidates: int | None = None,
-              n_iters: int = 10, exact_below: int = 5000, random_state=None) -> Neighbors:
+              n_iters: int = 10, search_budget: int | None = None, exact_below: int = 5000,
+              random_state=None) -> Neighbors:
     """Approximate ``n_neighbors`` nearest neighbours of every row, excluding the row itself.
 
     Parameters
@@ -309,6 +313,10 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         NN-descent candidates per row and round; default ``index_neighbors``.
     n_iters : int
         At most this many NN-descent rounds (it stops earlier when lists stop changing).
+    search_budget : int, optional
+        At most this many distance evaluations per row and other block in the cross-block
+        search; default ``100 k``; 0 for no limit. Bounds the search's time on data whose
+        distances crowd into plateaus (recall then rests more on ``search_epsilon``).
     exact_below : int
         With fewer rows than this in all, search exactly (brute force, block by block) and build
         no index. 0 forces the indexes.
@@ -325,12 +333,14 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     k = int(n_neighbors)
     if data.n_rows < exact_below:
         return _build_exact(data, k, metric)
+    budget = 100 * k if search_budget is None else int(search_budget)
     rng = random_state if isinstance(random_state, np.random.RandomState) \
         else np.random.RandomState(random_state)
     seeds = rng.randint(0, 2**31 - 1, size=(data.n_blocks, 2))
     client, owners, offsets = data.client, data.owners(), data.offsets
     B = data.n_blocks
 
+    t0 = time.perf_counter()
     # 1. exact duplicates
     hashes = np.vstack(data.map(_row_hashes, metric))
     first, group, g_start, g_size, members = _find_duplicates(hashes, data.sizes)
@@ -341,6 +351,8 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     n_u = int(u_off[-1])
     k_u = min(k, n_u - 1)
 
+    logger.info("kNN: %d distinct rows of %d (%.1f s)", n_u, data.n_rows,
+                time.perf_counter() - t0)
     # 2. an index per block of distinct rows
     K = int(index_neighbors or max(15, k + 5))
     m_cand = int(max_candidates or K)
@@ -369,7 +381,7 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
             own = client.submit(_own_neighbors, indexes[b], k_u, int(u_off[b]),
                                 workers=[owners[b]], allow_other_workers=True, pure=False)
             cands = [client.submit(_search_index, indexes[c], queries[b], k_u, search_epsilon,
-                                   int(u_off[c]), int(seeds[c, 1]) + b,
+                                   int(u_off[c]), int(seeds[c, 1]) + b, budget,
                                    workers=[owners[c]], allow_other_workers=True, pure=False)
                      for c in range(B) if c != b and indexes[c] is not None]
             u_parts.append(client.submit(_merge_block, own, k_u, *cands, workers=[owners[b]],
@@ -378,7 +390,10 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         u_parts = [None] * B
     live = [f for f in u_parts + indexes if f is not None]
     with client.as_current():  # wait() alone needs a default client
+        wait([f for f in indexes if f is not None])
+        logger.info("kNN: block indexes built (%.1f s)", time.perf_counter() - t0)
         wait(live)
+    logger.info("kNN: searched across blocks (%.1f s)", time.perf_counter() - t0)
     for f in live:
         if f.status == "error":
             f.result()
@@ -395,6 +410,7 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         g = group[rows]
         ind, dst = nnd.expand_duplicates(rows, g, g, g_start, g_size, members, u_ind, u_dst, k)
         parts.append((ind, dst.astype(np.float32)))
+    logger.info("kNN: duplicates expanded (%.1f s)", time.perf_counter() - t0)
     return Neighbors(data, _scatter_parts(client, owners, parts), indexes, k, metric,
                      (group, g_start, g_size, members), u_off)
 

@@ -15,6 +15,7 @@ import uuid
 import numpy as np
 import scipy.sparse as sp
 from ..linalg import workerstate
+from ._products import apply_rows
 from .weights import Graph
 
 
@@ -64,8 +65,9 @@ def _gather_halo(i, vec_token, src, pieces):
 
 def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):
     st = workerstate.get(token, i)
-    x, v = _gather_halo(i, vec_token, src, pieces)
-    workerstate.get(vec_token, i)[dst] = st["d"][:, None] * x - st["A"] @ v
+    store = workerstate.get(vec_token, i)
+    # One pass per row over own rows and halo (numba): no stacked [x; halo] copy.
+    store[dst] = apply_rows(st["A"], st["d"], store[src], pieces)
     # A follow-up step runs in the same task: one scheduling level less per product.
     return then[0](i, vec_token, *then[1]) if then is not None else None
 
