@@ -65,8 +65,10 @@ class GraphSystem:
         self.seeded = X0 is not None
         X0 = np.zeros_like(B) if X0 is None else np.asarray(X0, dtype=np.float64)
         a = np.asarray(a, dtype=np.float64).reshape(-1, 1)
-        self._ready = (op.scatter(self.store, "b", B) + op.scatter(self.store, "a", a)
-                       + op.scatter(self.store, "x", X0))
+        # Per block, all three writes: a block's first task may read any of them (and a
+        # neighbour's halo send reads its "x").
+        self._ready = list(zip(op.scatter(self.store, "b", B), op.scatter(self.store, "a", a),
+                               op.scatter(self.store, "x", X0)))
 
     def _submit(self, fn, *args, deps=(), per_block_deps=None):
         W, client = self.op.W, self.op.client
