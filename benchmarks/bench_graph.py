@@ -17,19 +17,18 @@ GraphTransduction (approximate kNN graph on the workers + block CG) vs
 from __future__ import annotations
 
 import argparse
-import logging
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from distributed import Client, LocalCluster, wait
+from distributed import wait
 
 from dask_ssl.graph._products import apply_rows
 from dask_ssl.graph.laplacian import LaplacianOperator
 from dask_ssl.graph.weights import Graph
 
-KDD99 = Path(__file__).resolve().parents[2] / "shared" / "data" / "kdd99" / "kddcup.data_10_percent.gz"
+from _common import KDD99, local_cluster
+
 
 
 def copy_bandwidth(n_bytes=400_000_000, repeats=5) -> float:
@@ -69,11 +68,9 @@ def kernel_rate(A, d, v, n_b, repeats=5, kernel="numba"):
     return A.nnz / best, touched / best / 1e9
 
 
-def bench_laplacian(args):
+def bench_laplacian(args, client):
     bw = copy_bandwidth()
     print(f"NumPy copy bandwidth: {bw:.2f} GB/s (one core)")
-    client = Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
-                                 silence_logs=logging.ERROR))
     rng = np.random.default_rng(0)
     W = local_graph(args.rows, 10, 2000, rng)
     perm = rng.permutation(args.rows)
@@ -109,7 +106,7 @@ def bench_laplacian(args):
         op.close()
 
 
-def bench_transduction(args):
+def bench_transduction(args, client):
     from sklearn.semi_supervised import LabelSpreading
 
     from dask_ssl.data.kdd99 import read_kdd99
@@ -127,8 +124,6 @@ def bench_transduction(args):
     ys[lab] = y[lab]
     unl = ys == -1
     print(f"KDD99 {X.shape}, {lab.size} labeled")
-    client = Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
-                                 silence_logs=logging.ERROR, memory_limit="11GB"))
     # JIT warm-up of the workers' kNN indexes, kept out of the timing.
     GraphTransduction(client=client, n_neighbors=10, tol=1e-2).fit(X[:6000], np.r_[0, 1, [-1] * 5998])
     t = time.perf_counter()
@@ -158,7 +153,8 @@ def main():
     ap.add_argument("--gamma", type=float, default=1.0)
     ap.add_argument("--tol", type=float, default=1e-4)
     args = ap.parse_args()
-    bench_laplacian(args) if args.what == "laplacian" else bench_transduction(args)
+    with local_cluster(2) as client:
+        (bench_laplacian if args.what == "laplacian" else bench_transduction)(args, client)
 
 
 if __name__ == "__main__":

@@ -15,17 +15,15 @@ import argparse
 import logging
 import resource
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from distributed import Client, LocalCluster
-
 from dask_ssl.graph.knn import build_knn
 from dask_ssl.graph.quality import exact_neighbors, sample_rows, score_neighbors
 from dask_ssl.linalg.rowblocks import RowBlocks
 
-KDD99 = Path(__file__).resolve().parents[2] / "shared" / "data" / "kdd99" / "kddcup.data_10_percent.gz"
+from _common import KDD99, local_cluster
+
 
 
 def _peak_rss_mb():
@@ -60,58 +58,61 @@ def main():
     ap.add_argument("--budget", type=int, default=None, help="build_knn search_budget")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="log the phases of build_knn")
     args = ap.parse_args()
+    if args.verbose:
+        logging.basicConfig(format="%(asctime)s %(message)s")
+        logging.getLogger("dask_ssl.graph.knn").setLevel(logging.INFO)
 
     t = time.perf_counter()
     X, y, metric = _load(args)
     print(f"data: {args.data} {X.shape} {metric}, loaded in {time.perf_counter() - t:.1f} s")
-    client = Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0",
-                                 silence_logs=logging.ERROR, memory_limit="11GB"))
-    from pynndescent import NNDescent
+    with local_cluster(2) as client:
+        from pynndescent import NNDescent
 
-    small = X[:3000]
-    t = time.perf_counter()
-    build_knn(RowBlocks.from_array(small, client=client, n_blocks=2), 10, metric=metric,
-              exact_below=0, random_state=0)
-    warm_ours = time.perf_counter() - t
-    t = time.perf_counter()
-    if not args.no_peer:
-        NNDescent(small, metric=metric, n_neighbors=30, n_jobs=1, random_state=0).neighbor_graph
-    warm_peer = time.perf_counter() - t
-    print(f"warm-up (JIT): ours {warm_ours:.1f} s (both workers), peer {warm_peer:.1f} s")
+        small = X[:3000]
+        t = time.perf_counter()
+        build_knn(RowBlocks.from_array(small, client=client, n_blocks=2), 10, metric=metric,
+                  exact_below=0, random_state=0)
+        warm_ours = time.perf_counter() - t
+        t = time.perf_counter()
+        if not args.no_peer:
+            NNDescent(small, metric=metric, n_neighbors=30, n_jobs=1, random_state=0).neighbor_graph
+        warm_peer = time.perf_counter() - t
+        print(f"warm-up (JIT): ours {warm_ours:.1f} s (both workers), peer {warm_peer:.1f} s")
 
-    t = time.perf_counter()
-    data = RowBlocks.from_array(X, client=client, n_blocks=args.blocks, y=y)
-    t_scatter = time.perf_counter() - t
-    t = time.perf_counter()
-    neigh = build_knn(data, 10, metric=metric, search_epsilon=args.epsilon,
-                      index_neighbors=args.index_neighbors, search_budget=args.budget,
-                      random_state=0)
-    t_ours = time.perf_counter() - t
-    rss = client.run(_peak_rss_mb)
+        t = time.perf_counter()
+        data = RowBlocks.from_array(X, client=client, n_blocks=args.blocks, y=y)
+        t_scatter = time.perf_counter() - t
+        t = time.perf_counter()
+        neigh = build_knn(data, 10, metric=metric, search_epsilon=args.epsilon,
+                          index_neighbors=args.index_neighbors, search_budget=args.budget,
+                          random_state=0)
+        t_ours = time.perf_counter() - t
+        rss = client.run(_peak_rss_mb)
 
-    rows = sample_rows(data.n_rows, args.samples, 0)
-    exact = exact_neighbors(data, rows, 10, metric)
-    ind, _ = neigh.gather()
-    q_ours = score_neighbors(data, rows, ind[rows], metric, labels=y, exact=exact)
-    print(f"ours: {t_ours:.1f} s (+{t_scatter:.1f} s scatter), recall@10 {q_ours.recall:.4f}, "
-          f"agreement {q_ours.agreement:.4f} (exact kNN {q_ours.exact_agreement:.4f}), "
-          f"peak RSS per worker {[round(v) for v in rss.values()]} MB")
-    if args.no_peer:
-        return
-    t = time.perf_counter()
-    peer = NNDescent(X, metric=metric, n_neighbors=30, n_jobs=1, random_state=0)
-    p_ind, _ = peer.neighbor_graph
-    t_peer = time.perf_counter() - t
-    q_peer = score_neighbors(data, rows, p_ind[rows, 1:11].astype(np.int64), metric, labels=y,
-                             exact=exact)
-    print(f"peer (pynndescent, one process, n_jobs=1): {t_peer:.1f} s, recall@10 "
-          f"{q_peer.recall:.4f}, agreement {q_peer.agreement:.4f}")
-    print("| data | rows | ours s | peer s | ratio | recall ours | recall peer | agree ours "
-          "| agree peer | agree exact |")
-    print(f"| {args.data} | {X.shape[0]} | {t_ours:.1f} | {t_peer:.1f} | {t_ours / t_peer:.2f} | "
-          f"{q_ours.recall:.4f} | {q_peer.recall:.4f} | {q_ours.agreement:.4f} | "
-          f"{q_peer.agreement:.4f} | {q_ours.exact_agreement:.4f} |")
+        rows = sample_rows(data.n_rows, args.samples, 0)
+        exact = exact_neighbors(data, rows, 10, metric)
+        ind, _ = neigh.gather()
+        q_ours = score_neighbors(data, rows, ind[rows], metric, labels=y, exact=exact)
+        print(f"ours: {t_ours:.1f} s (+{t_scatter:.1f} s scatter), recall@10 {q_ours.recall:.4f}, "
+              f"agreement {q_ours.agreement:.4f} (exact kNN {q_ours.exact_agreement:.4f}), "
+              f"peak RSS per worker {[round(v) for v in rss.values()]} MB")
+        if args.no_peer:
+            return
+        t = time.perf_counter()
+        peer = NNDescent(X, metric=metric, n_neighbors=30, n_jobs=1, random_state=0)
+        p_ind, _ = peer.neighbor_graph
+        t_peer = time.perf_counter() - t
+        q_peer = score_neighbors(data, rows, p_ind[rows, 1:11].astype(np.int64), metric, labels=y,
+                                 exact=exact)
+        print(f"peer (pynndescent, one process, n_jobs=1): {t_peer:.1f} s, recall@10 "
+              f"{q_peer.recall:.4f}, agreement {q_peer.agreement:.4f}")
+        print("| data | rows | ours s | peer s | ratio | recall ours | recall peer | agree ours "
+              "| agree peer | agree exact |")
+        print(f"| {args.data} | {X.shape[0]} | {t_ours:.1f} | {t_peer:.1f} | {t_ours / t_peer:.2f} | "
+              f"{q_ours.recall:.4f} | {q_peer.recall:.4f} | {q_ours.agreement:.4f} | "
+              f"{q_peer.agreement:.4f} | {q_ours.exact_agreement:.4f} |")
 
 
 if __name__ == "__main__":
