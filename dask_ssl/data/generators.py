@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.special import ndtri
 
-from ..linalg.rowblocks import RowBlocks, _split_sizes
+from ..linalg.rowblocks import RowBlocks, _split_sizes, default_block_count
 
 #: Rows per generation chunk; part of the definition of every data set (changing it changes
 #: the data), so it is fixed.
@@ -63,12 +63,15 @@ def _generate(make, n, seed, client, n_blocks, n_features, sparse, params):
     if client is None:
         return _rows(make, 0, n, seed, params)
     if n_blocks is None:
-        n_blocks = max(sum(client.nthreads().values()), math.ceil(n / _ROWS_PER_BLOCK))
+        n_blocks = default_block_count(client, n / _ROWS_PER_BLOCK)
     _check(n_blocks, "n_blocks")
     sizes = _split_sizes(n, n_blocks)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
+    workers = list(client.nthreads())
+    # Round-robin placement: equal shares of blocks per worker, as the solvers' speed needs.
     parts = [client.submit(_rows, make, int(offsets[i]), int(offsets[i + 1]), seed, params,
-                           pure=False) for i in range(len(sizes))]
+                           workers=[workers[i % len(workers)]], pure=False)
+             for i in range(len(sizes))]
     blocks = [client.submit(_x, p) for p in parts]
     labels = [client.submit(_y, p) for p in parts]
     return RowBlocks(client, blocks, sizes, n_features, sparse, labels)

@@ -18,7 +18,6 @@ path for small files and for prediction. With a client the result is a
 
 from __future__ import annotations
 
-import math
 
 import fsspec
 from fsspec.utils import infer_compression
@@ -26,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from ..linalg.rowblocks import RowBlocks
+from ..linalg.rowblocks import RowBlocks, default_block_count
 from ._numbers import EXACT, INVALID, convert_flagged, parse_number
 
 _DEFAULT_BLOCK_BYTES = 64 * 2 ** 20
@@ -327,9 +326,13 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
 
     if n_blocks is None:
         total = sum(size for _, size in files)
-        n_blocks = max(sum(client.nthreads().values()), math.ceil(total / _DEFAULT_BLOCK_BYTES))
+        n_blocks = default_block_count(client, total / _DEFAULT_BLOCK_BYTES)
     ranges = _ranges(files, n_blocks, storage_options)
-    parts = [client.submit(_parse_range, *r, limit, storage_options, pure=False) for r in ranges]
+    workers = list(client.nthreads())
+    # Round-robin placement: equal shares of blocks per worker, as the solvers' speed needs.
+    parts = [client.submit(_parse_range, *r, limit, storage_options,
+                           workers=[workers[i % len(workers)]], pure=False)
+             for i, r in enumerate(ranges)]
     metas = client.gather([client.submit(_meta, p) for p in parts])
     _raise_first_error(ranges, metas)
     kept = [(p, m) for p, m in zip(parts, metas) if m["n_rows"] > 0]

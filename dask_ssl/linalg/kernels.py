@@ -34,7 +34,44 @@ def rmatvec(X, v: np.ndarray, bias: bool) -> np.ndarray:
 
 def weighted_normal_product(X, a: np.ndarray, p: np.ndarray, bias: bool) -> np.ndarray:
     """``[X,1]^T diag(a) [X,1] p``: one CG product on the normal equations."""
+    if isinstance(X, DistinctRows):
+        # Identical rows have identical outputs: their weights add up.
+        return weighted_normal_product(X.U, X.combine(a), p, bias)
+    if sp.issparse(X) and X.format == "csr":
+        out = np.zeros(p.size)
+        # Unsigned views: numba then drops its negative-index check on every access.
+        _csr_normal_product(_unsigned(X.indptr), _unsigned(X.indices), X.data,
+                            np.ascontiguousarray(a, np.float64),
+                            np.ascontiguousarray(p, np.float64), bias, out)
+        return out
     return rmatvec(X, a * matvec(X, p, bias), bias)
+
+
+def _unsigned(index: np.ndarray) -> np.ndarray:
+    return index.view(np.uint32 if index.dtype.itemsize == 4 else np.uint64)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _csr_normal_product(indptr, indices, data, a, p, bias, out):
+    # One pass over the rows instead of SciPy's two (X p, then X^T q): a row is read from
+    # memory once and reused from cache for its scatter, which halves the traffic of a
+    # memory-bound product, and rows of weight 0 (outside the active set) are skipped.
+    d = out.size - 1 if bias else out.size
+    p_bias = p[d] if bias else 0.0
+    out_bias = 0.0
+    for i in range(indptr.size - 1):
+        ai = a[i]
+        if ai == 0.0:
+            continue
+        s = p_bias
+        for k in range(indptr[i], indptr[i + 1]):
+            s += data[k] * p[indices[k]]
+        c = ai * s
+        for k in range(indptr[i], indptr[i + 1]):
+            out[indices[k]] += c * data[k]
+        out_bias += c
+    if bias:
+        out[d] = out_bias
 
 
 @numba.njit(cache=True, nogil=True)
