@@ -78,6 +78,94 @@ def _dist_overload(A, i, B, j, metric):
     return sparse
 
 
+def pin(A, i, work):  # pragma: no cover - replaced by the overload in compiled code
+    """Make row ``i`` of ``A`` the left side of :func:`pdist` (compiled code only)."""
+    raise NotImplementedError
+
+
+def unpin(A, i, work):  # pragma: no cover - replaced by the overload in compiled code
+    """Undo :func:`pin` (compiled code only)."""
+    raise NotImplementedError
+
+
+def pdist(work, A, i, B, j, metric):  # pragma: no cover - replaced by the overload
+    """:func:`dist` from the pinned row ``i`` of ``A`` (compiled code only)."""
+    raise NotImplementedError
+
+
+def make_work(A, B):  # pragma: no cover - replaced by the overload in compiled code
+    """The work vector :func:`pin` fills for rows of ``A`` met by rows of ``B``."""
+    raise NotImplementedError
+
+
+# A sparse row compared with many others is scattered once into a dense work vector; each
+# distance then reads the other row's entries against it, instead of merging two sorted index
+# lists (a branch per entry, mispredicted about half the time): 1.6x faster on RCV1-like rows.
+
+@overload(make_work)
+def _make_work_overload(A, B):
+    if isinstance(A, types.Array):
+        return lambda A, B: np.zeros(1)
+
+    def sparse(A, B):
+        width = 0
+        if A[1].size:
+            width = max(width, int(A[1].max()) + 1)
+        if B[1].size:
+            width = max(width, int(B[1].max()) + 1)
+        return np.zeros(width + 1)  # the last slot holds the pinned row's squared norm
+    return sparse
+
+
+@overload(pin)
+def _pin_overload(A, i, work):
+    if isinstance(A, types.Array):
+        return lambda A, i, work: None
+
+    def sparse(A, i, work):
+        ap, ai, ax = A
+        s = 0.0
+        for p in range(ap[i], ap[i + 1]):
+            v = np.float64(ax[p])
+            work[ai[p]] = v
+            s += v * v
+        work[work.size - 1] = s
+    return sparse
+
+
+@overload(unpin)
+def _unpin_overload(A, i, work):
+    if isinstance(A, types.Array):
+        return lambda A, i, work: None
+
+    def sparse(A, i, work):
+        ap, ai, _ = A
+        for p in range(ap[i], ap[i + 1]):
+            work[ai[p]] = 0.0
+    return sparse
+
+
+@overload(pdist, jit_options={"fastmath": True})
+def _pdist_overload(work, A, i, B, j, metric):
+    if isinstance(A, types.Array):
+        return lambda work, A, i, B, j, metric: dist(A, i, B, j, metric)
+
+    def sparse(work, A, i, B, j, metric):
+        bp, bi, bx = B
+        dot = 0.0
+        if metric == 0:
+            nb = 0.0
+            for q in range(bp[j], bp[j + 1]):
+                v = np.float64(bx[q])
+                dot += work[bi[q]] * v
+                nb += v * v
+            return max(work[work.size - 1] + nb - 2.0 * dot, 0.0)
+        for q in range(bp[j], bp[j + 1]):
+            dot += work[bi[q]] * np.float64(bx[q])
+        return max(1.0 - dot, 0.0)
+    return sparse
+
+
 # ------------------------------------------------------------------------------------------
 # row hashes (exact duplicates)
 
@@ -244,6 +332,8 @@ def rp_tree(A, n, metric, leaf_size, seed):
     side = np.zeros(n, np.bool_)
     buf = np.empty(n, np.int64)
     stack = np.empty(cap, np.int64)
+    work_a = make_work(A, A)
+    work_b = make_work(A, A)
     top = 0
     stack[top] = 0
     top += 1
@@ -265,13 +355,17 @@ def rp_tree(A, n, metric, leaf_size, seed):
                 break
         nl = 0
         if a >= 0:
+            pin(A, a, work_a)
+            pin(A, b, work_b)
             for t in range(s, e):
                 x = perm[t]
-                da = dist(A, x, A, a, metric)
-                db = dist(A, x, A, b, metric)
+                da = pdist(work_a, A, a, A, x, metric)
+                db = pdist(work_b, A, b, A, x, metric)
                 side[t - s] = da < db or (da == db and _random(state) < 0.5)
                 if side[t - s]:
                     nl += 1
+            unpin(A, a, work_a)
+            unpin(A, b, work_b)
         if nl == 0 or nl == m:
             # Pivots did not separate the rows (all alike): split at random, half and half.
             a = b = -1
@@ -322,16 +416,19 @@ def descend(A, left, right, pa, pb, Q, q, metric, coin):
 @njit(cache=True, nogil=True)
 def init_from_leaves(A, ind, dst, flg, start, stop, perm, left, metric):
     """Offer every pair of rows sharing a leaf of a tree to each other's heaps."""
+    work = make_work(A, A)
     for node in range(left.size):
         if left[node] >= 0:
             continue
         for s in range(start[node], stop[node]):
             x = perm[s]
+            pin(A, x, work)
             for t in range(s + 1, stop[node]):
                 y = perm[t]
-                d = dist(A, x, A, y, metric)
+                d = pdist(work, A, x, A, y, metric)
                 heap_push(ind, dst, flg, x, d, y, 1)
                 heap_push(ind, dst, flg, y, d, x, 1)
+            unpin(A, x, work)
 
 
 @njit(cache=True, nogil=True)
@@ -390,6 +487,7 @@ def _candidates(ind, flg, max_cand, seed):
 def nn_descent(A, ind, dst, flg, metric, max_cand, n_iters, delta, seed):
     """Refine the heaps by local joins until fewer than ``delta * n * K`` updates a round."""
     n, K = ind.shape
+    work = make_work(A, A)
     for it in range(n_iters):
         new_i, old_i = _candidates(ind, flg, max_cand, seed + it)
         updates = 0
@@ -398,11 +496,12 @@ def nn_descent(A, ind, dst, flg, metric, max_cand, n_iters, delta, seed):
                 p = new_i[i, a]
                 if p < 0:
                     continue
+                pin(A, p, work)
                 for b in range(a + 1, max_cand):
                     q = new_i[i, b]
                     if q < 0:
                         continue
-                    d = dist(A, p, A, q, metric)
+                    d = pdist(work, A, p, A, q, metric)
                     if d < dst[p, 0] or d < dst[q, 0]:
                         updates += heap_push(ind, dst, flg, p, d, q, 1)
                         updates += heap_push(ind, dst, flg, q, d, p, 1)
@@ -410,10 +509,11 @@ def nn_descent(A, ind, dst, flg, metric, max_cand, n_iters, delta, seed):
                     q = old_i[i, b]
                     if q < 0 or q == p:
                         continue
-                    d = dist(A, p, A, q, metric)
+                    d = pdist(work, A, p, A, q, metric)
                     if d < dst[p, 0] or d < dst[q, 0]:
                         updates += heap_push(ind, dst, flg, p, d, q, 1)
                         updates += heap_push(ind, dst, flg, q, d, p, 1)
+                unpin(A, p, work)
         if updates <= delta * n * K:
             return it + 1
     return n_iters
@@ -425,11 +525,14 @@ def brute_force(A, n, K, metric):
     ind = np.full((n, K), -1, np.int64)
     dst = np.full((n, K), np.inf)
     flg = np.zeros((n, K), np.uint8)
+    work = make_work(A, A)
     for i in range(n):
+        pin(A, i, work)
         for j in range(i + 1, n):
-            d = dist(A, i, A, j, metric)
+            d = pdist(work, A, i, A, j, metric)
             heap_push(ind, dst, flg, i, d, j, 0)
             heap_push(ind, dst, flg, j, d, i, 0)
+        unpin(A, i, work)
     sort_heaps(ind, dst)
     return ind, dst
 
@@ -491,6 +594,7 @@ def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq
     seen = np.zeros(n, np.int64)
     hd = np.empty(n + 1)
     hi = np.empty(n + 1, np.int64)
+    work = make_work(Q, A)
     for q in range(nq):
         stamp = q + 1
         skip = exclude[q] - offset if exclude.size > 0 else -1
@@ -498,12 +602,13 @@ def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq
             seen[skip] = stamp
         size = 0
         leaf = descend(A, left, right, pa, pb, Q, q, metric, _random(state) < 0.5)
+        pin(Q, q, work)
         for t in range(start[leaf], stop[leaf]):
             x = perm[t]
             if seen[x] == stamp:
                 continue
             seen[x] = stamp
-            d = dist(Q, q, A, x, metric)
+            d = pdist(work, Q, q, A, x, metric)
             heap_push(out_i, out_d, out_f, q, d, x, 0)
             size = _cand_push(hd, hi, size, d, x)
         evals = stop[leaf] - start[leaf]
@@ -517,10 +622,11 @@ def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq
                     continue
                 seen[y] = stamp
                 evals += 1
-                dy = dist(Q, q, A, y, metric)
+                dy = pdist(work, Q, q, A, y, metric)
                 if dy < out_d[q, 0] * slack:
                     heap_push(out_i, out_d, out_f, q, dy, y, 0)
                     size = _cand_push(hd, hi, size, dy, y)
+        unpin(Q, q, work)
     sort_heaps(out_i, out_d)
     return out_i, out_d
 
