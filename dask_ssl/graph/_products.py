@@ -1,10 +1,8 @@
-"""numba kernel of a Laplacian row block's product, ``out = d * x - A [x; halo]``.
+"""numba kernels of a Laplacian row block's product, ``out = d * x - A [x; halo]``.
 
-SciPy's CSR-times-dense product walks the block once per call but needs ``[x; halo]`` stacked
-into one array first (a copy of every vector the product reads) and a second pass for
-``d * x``. Here each row is finished in one go, reading the block's own rows from ``x`` and
-the rest from ``halo`` directly; with many right-hand sides (an ``n x c`` block) each non-zero
-reads one contiguous row of ``c`` values, so the product runs near memory speed.
+SciPy's CSR-times-dense product needs ``[x; halo]`` stacked into one array first and a second
+pass for ``d * x``. Here each row is finished in one go, with the index arrays passed as
+unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`).
 """
 
 from __future__ import annotations
@@ -12,45 +10,71 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..linalg.kernels import unsigned_index
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def laplacian_column(indptr, indices, data, d, v, out):
+    """One column: ``out[i] = d[i] v[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
+
+    (Stacking one column costs a copy of ``n_b + n_halo`` values, less than the branch per
+    non-zero that reading ``x`` and ``halo`` apart would take.)
+    """
+    for i in range(out.size):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * v[indices[p]]
+        out[i] = d[i] * v[i] - s
+
 
 @njit(cache=True, nogil=True, fastmath=True)
 def laplacian_rows(indptr, indices, data, d, x, halo, out):
-    """``out[i] = d[i] x[i] - sum_p data[p] v[indices[p]]`` with ``v = [x; halo]``.
+    """Several columns: ``out[i] = d[i] x[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
 
     Parameters
     ----------
-    indptr, indices, data : CSR arrays of the block's ``A`` (``n_b x (n_b + n_halo)``)
+    indptr, indices, data : CSR arrays of the block's ``A`` (``n_b x (n_b + n_halo)``),
+        index arrays as unsigned views
     d : ndarray of shape (n_b,)
     x : ndarray of shape (n_b, c), C-contiguous
     halo : ndarray of shape (n_halo, c), C-contiguous
     out : ndarray of shape (n_b, c), written
     """
     n_b, c = x.shape
+    # A private accumulator: writing through ``out`` would force a store per term, as numba
+    # cannot tell that ``out`` and ``x`` do not overlap.
+    acc = np.empty(c)
     for i in range(n_b):
         di = d[i]
+        xi = x[i]
         for t in range(c):
-            out[i, t] = di * x[i, t]
+            acc[t] = di * xi[t]
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
-            a = data[p]
-            if j < n_b:
-                for t in range(c):
-                    out[i, t] -= a * x[j, t]
-            else:
-                j -= n_b
-                for t in range(c):
-                    out[i, t] -= a * halo[j, t]
+            w = data[p]
+            r = x[j] if j < n_b else halo[j - n_b]
+            for t in range(c):
+                acc[t] -= w * r[t]
+        o = out[i]
+        for t in range(c):
+            o[t] = acc[t]
 
 
 def apply_rows(A, d, x, pieces):
     """``d * x - A [x; pieces...]`` for a CSR block ``A`` (float64, int32 or int64 indices)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     c = x.shape[1]
+    d = np.asarray(d, dtype=np.float64)
+    out = np.empty_like(x)
+    indptr, indices = unsigned_index(A.indptr), unsigned_index(A.indices)
+    if c == 1:
+        v = np.concatenate([x.ravel(), *[np.asarray(p, np.float64).ravel() for p in pieces]])
+        laplacian_column(indptr, indices, A.data, d, v, out.ravel())
+        return out
     if pieces:
         halo = np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.vstack(pieces),
                                     dtype=np.float64)
     else:
         halo = np.empty((0, c))
-    out = np.empty_like(x)
-    laplacian_rows(A.indptr, A.indices, A.data, np.asarray(d, dtype=np.float64), x, halo, out)
+    laplacian_rows(indptr, indices, A.data, d, x, halo, out)
     return out

@@ -337,7 +337,7 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     rng = random_state if isinstance(random_state, np.random.RandomState) \
         else np.random.RandomState(random_state)
     seeds = rng.randint(0, 2**31 - 1, size=(data.n_blocks, 2))
-    client, owners, offsets = data.client, data.owners(), data.offsets
+    client, owners = data.client, data.owners()
     B = data.n_blocks
 
     t0 = time.perf_counter()

@@ -18,10 +18,6 @@ from ..linalg import workerstate
 from ._products import apply_rows
 from .weights import Graph
 
-# Columns from which the numba row kernel beats SciPy's product (measured at 1, 16, 64).
-_NUMBA_MIN_COLS = 4
-
-
 def _setup(i, W, offset, offsets, token):
     n_b = W.shape[0]
     cols = W.indices.astype(np.int64)
@@ -69,14 +65,7 @@ def _gather_halo(i, vec_token, src, pieces):
 def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):
     st = workerstate.get(token, i)
     store = workerstate.get(vec_token, i)
-    x = store[src]
-    if x.shape[1] >= _NUMBA_MIN_COLS:
-        # One pass per row over own rows and halo (numba): no stacked [x; halo] copy.
-        store[dst] = apply_rows(st["A"], st["d"], x, pieces)
-    else:
-        # SciPy's CSR kernel measured faster for one or two columns (bench_graph.py).
-        v = np.vstack([x, *pieces]) if pieces else x
-        store[dst] = st["d"][:, None] * x - st["A"] @ v
+    store[dst] = apply_rows(st["A"], st["d"], store[src], pieces)
     # A follow-up step runs in the same task: one scheduling level less per product.
     return then[0](i, vec_token, *then[1]) if then is not None else None
 
@@ -136,14 +125,14 @@ class LaplacianOperator:
                                                   for c in range(W.n_blocks)])
         store = self.new_store()
         deg_futs = [self.client.submit(_deg_into, b, self.token, store, workers=[self.owners[b]],
-                                       allow_other_workers=True, pure=False)
+                                       allow_other_workers=False, pure=False)
                     for b in range(W.n_blocks)]
         stacked = self.exchange(store, "deg", "deg:out", deg_futs, _stack_halo)
         fin = [self.client.submit(_finish_setup, b, self.token, store, self.normalized,
                                   stacked[b], workers=[self.owners[b]],
-                                  allow_other_workers=True, pure=False)
+                                  allow_other_workers=False, pure=False)
                for b in range(W.n_blocks)]
-        self.client.gather(fin)
+        self.W.gather(fin)
         self.release(store)
 
     # worker-side vector stores -------------------------------------------------------------
@@ -176,12 +165,12 @@ class LaplacianOperator:
         for b, sources in enumerate(self.sources):
             for c in sources:
                 sends[c, b] = client.submit(_send, c, self.token, store, src, b, deps[c],
-                                            workers=[owners[c]], allow_other_workers=True,
+                                            workers=[owners[c]], allow_other_workers=False,
                                             pure=False)
         for b, sources in enumerate(self.sources):
             outs.append(client.submit(fn, b, self.token, store, src, dst,
                                       [sends[c, b] for c in sources], deps[b], **kwargs,
-                                      workers=[owners[b]], allow_other_workers=True, pure=False))
+                                      workers=[owners[b]], allow_other_workers=False, pure=False))
         return outs
 
     def apply(self, store: str, src: str, dst: str, deps, then=None) -> list:

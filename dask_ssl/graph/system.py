@@ -74,7 +74,7 @@ class GraphSystem:
         W, client = self.op.W, self.op.client
         return [client.submit(fn, b, self.store, *args, *deps,
                               *(per_block_deps[b] if per_block_deps else ()),
-                              workers=[self.op.owners[b]], allow_other_workers=True, pure=False)
+                              workers=[self.op.owners[b]], allow_other_workers=False, pure=False)
                 for b in range(W.n_blocks)]
 
     def _product_and_sums(self, after):
@@ -82,7 +82,7 @@ class GraphSystem:
         return self.op.apply(self.store, "p", "Mp", after, then=(_finish, (self.gamma,)))
 
     def _sums(self, rr_futs, fin_futs) -> Reductions:
-        got = self.op.client.gather(rr_futs + fin_futs)
+        got = self.op.W.gather(rr_futs + fin_futs)
         n = len(rr_futs)
         rr = sum(g if not isinstance(g, tuple) else g[0] for g in got[:n])
         pq, rq, qq = (sum(f[j] for f in got[n:]) for j in range(3))

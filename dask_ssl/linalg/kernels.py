@@ -39,15 +39,16 @@ def weighted_normal_product(X, a: np.ndarray, p: np.ndarray, bias: bool) -> np.n
         return weighted_normal_product(X.U, X.combine(a), p, bias)
     if sp.issparse(X) and X.format == "csr":
         out = np.zeros(p.size)
-        # Unsigned views: numba then drops its negative-index check on every access.
-        _csr_normal_product(_unsigned(X.indptr), _unsigned(X.indices), X.data,
+        _csr_normal_product(unsigned_index(X.indptr), unsigned_index(X.indices), X.data,
                             np.ascontiguousarray(a, np.float64),
                             np.ascontiguousarray(p, np.float64), bias, out)
         return out
     return rmatvec(X, a * matvec(X, p, bias), bias)
 
 
-def _unsigned(index: np.ndarray) -> np.ndarray:
+def unsigned_index(index: np.ndarray) -> np.ndarray:
+    """An unsigned view of a CSR index array: numba drops its negative-index check on every
+    access through it (20-30% of a sparse product's time)."""
     return index.view(np.uint32 if index.dtype.itemsize == 4 else np.uint64)
 
 

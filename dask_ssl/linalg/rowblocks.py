@@ -231,6 +231,11 @@ class RowBlocks:
             self._runner_keys = {w: f.key for w, f in zip(owners, futs)}
         return self._runner_keys
 
+    def gather(self, futures: list) -> list:
+        """Results of tasks pinned to the blocks' workers, with :meth:`map`'s bounded wait
+        (:class:`StateLost` if one of those workers left)."""
+        return self._bounded(lambda: self.client._gather(futures))
+
     def _bounded(self, make_awaitable):
         """Run ``make_awaitable()`` on the client's loop until done, checking every
         POLL_SECONDS that the blocks' workers are alive. A bounded wait, not wait-then-gather:
