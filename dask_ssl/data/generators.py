@@ -68,9 +68,11 @@ def _generate(make, n, seed, client, n_blocks, n_features, sparse, params):
     sizes = _split_sizes(n, n_blocks)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     workers = list(client.nthreads())
-    # Round-robin placement: equal shares of blocks per worker, as the solvers' speed needs.
+    # Round-robin preference: equal shares of blocks per worker, as the solvers' speed
+    # needs; loose, so a block lost with its worker is rebuilt on another.
     parts = [client.submit(_rows, make, int(offsets[i]), int(offsets[i + 1]), seed, params,
-                           workers=[workers[i % len(workers)]], pure=False)
+                           workers=[workers[i % len(workers)]], allow_other_workers=True,
+                           pure=False)
              for i in range(len(sizes))]
     blocks = [client.submit(_x, p) for p in parts]
     labels = [client.submit(_y, p) for p in parts]

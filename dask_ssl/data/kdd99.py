@@ -361,21 +361,20 @@ def read_kdd99(path, *, client=None, n_rows=None, replicate=1, jitter=0.01, seed
     workers = sorted(client.nthreads())
     n_blocks = int(n_blocks or sum(client.nthreads().values()))
     parts = client.submit(_decompress_split, url, n_blocks, n_rows, storage_options, pure=False)
-    where = [[workers[i % len(workers)]] for i in range(n_blocks)]
-    parsed = [client.submit(operator.getitem, parts, i, workers=where[i], pure=False)
-              for i in range(n_blocks)]
-    parsed = [client.submit(_parse_part, p, url, workers=where[i], pure=False)
-              for i, p in enumerate(parsed)]
-    labels = [client.submit(_labels, p, workers=where[i], pure=False)
-              for i, p in enumerate(parsed)]
+    # Round-robin preference (equal shares per worker); loose, so a block lost with its
+    # worker is rebuilt on another.
+    where = [dict(workers=[workers[i % len(workers)]], allow_other_workers=True, pure=False)
+             for i in range(n_blocks)]
+    parsed = [client.submit(operator.getitem, parts, i, **where[i]) for i in range(n_blocks)]
+    parsed = [client.submit(_parse_part, p, url, **where[i]) for i, p in enumerate(parsed)]
+    labels = [client.submit(_labels, p, **where[i]) for i, p in enumerate(parsed)]
     sizes = [len(y) for y in client.gather(labels)]
     if encoding is None:
-        encoding = _merge(client.gather([
-            client.submit(_stats, p, replicate, *args, workers=where[i], pure=False)
-            for i, p in enumerate(parsed)]))
+        encoding = _merge(client.gather([client.submit(_stats, p, replicate, *args, **where[i])
+                                         for i, p in enumerate(parsed)]))
     keep = [i for i in range(n_blocks) if sizes[i] > 0]
-    blocks = [client.submit(_encode, parsed[i], r, *args, encoding, workers=where[i],
-                            pure=False) for r in range(replicate) for i in keep]
+    blocks = [client.submit(_encode, parsed[i], r, *args, encoding, **where[i])
+              for r in range(replicate) for i in keep]
     # Copies share their part's label vector: one future, no extra memory.
     data = RowBlocks(client, blocks, [sizes[i] for r in range(replicate) for i in keep],
                      encoding.n_features, True, [labels[i] for r in range(replicate) for i in keep])

@@ -329,9 +329,11 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         n_blocks = default_block_count(client, total / _DEFAULT_BLOCK_BYTES)
     ranges = _ranges(files, n_blocks, storage_options)
     workers = list(client.nthreads())
-    # Round-robin placement: equal shares of blocks per worker, as the solvers' speed needs.
+    # Round-robin preference: equal shares of blocks per worker, as the solvers' speed
+    # needs; loose, so a block lost with its worker is rebuilt on another.
     parts = [client.submit(_parse_range, *r, limit, storage_options,
-                           workers=[workers[i % len(workers)]], pure=False)
+                           workers=[workers[i % len(workers)]], allow_other_workers=True,
+                           pure=False)
              for i, r in enumerate(ranges)]
     metas = client.gather([client.submit(_meta, p) for p in parts])
     _raise_first_error(ranges, metas)
