@@ -62,10 +62,16 @@ def _gather_halo(i, vec_token, src, pieces):
     return x, (np.vstack([x, *pieces]) if pieces else x)
 
 
-def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):
+def apply_block(i, token, x, pieces):
+    """Block ``i``'s rows of ``L [x; halo]`` (``pieces``: the halo by ascending source block),
+    in the worker holding the operator ``token``."""
     st = workerstate.get(token, i)
+    return apply_rows(st["A"], st["d"], x, pieces)
+
+
+def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):
     store = workerstate.get(vec_token, i)
-    store[dst] = apply_rows(st["A"], st["d"], store[src], pieces)
+    store[dst] = apply_block(i, token, store[src], pieces)
     # A follow-up step runs in the same task: one scheduling level less per product.
     return then[0](i, vec_token, *then[1]) if then is not None else None
 
@@ -106,6 +112,10 @@ class LaplacianOperator:
     ----------
     halo_sizes : ndarray
         Halo entries each block receives per vector column and power step.
+    sources : list of list of int
+        Per block, the blocks its halo comes from, ascending (the order of its halo columns).
+    halo_rows : list of dict
+        ``halo_rows[b][c]``: local rows of block ``c`` in block ``b``'s halo, ascending.
     """
 
     def __init__(self, graph: Graph, *, normalized: bool = True, p: int = 1):
@@ -119,6 +129,7 @@ class LaplacianOperator:
         needs = W.map(_setup, self.token, per_block=[(int(o), offsets) for o in offsets[:-1]])
         # needs[b][c]: rows of block c that block b's halo holds; block c sends them to b.
         self.sources = [sorted(needs[b]) for b in range(W.n_blocks)]
+        self.halo_rows = needs
         self.halo_sizes = np.array([sum(len(v) for v in nb.values()) for nb in needs])
         W.map(_set_send, self.token, per_block=[({b: needs[b][c] for b in range(W.n_blocks)
                                                    if c in needs[b]},)

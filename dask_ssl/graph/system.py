@@ -1,43 +1,77 @@
 """``(gamma M + diag(a)) X = B`` on the workers, for :func:`dask_ssl.linalg.block_cg.block_cg`.
 
 ``M = L^p`` is a :class:`LaplacianOperator`; ``a`` is a per-row fidelity weight (1 on labeled rows
-for graph transduction). The CG vectors ``x, r, p, q`` live beside the graph blocks; one CG pass
-is one submission: an update task per block, ``p`` halo exchanges, and a finishing task per block
-whose column sums are the only thing gathered.
+for graph transduction). The CG vectors ``x, r, p, q`` live beside the graph blocks.
+
+A CG pass through the scheduler (an update task, halo-send tasks, a product task per block) costs
+about ten times the arithmetic of a 100 k-row graph. So a pass here is ``p`` direct calls
+(:meth:`RowBlocks.call <dask_ssl.linalg.rowblocks.RowBlocks.call>`), one per power of ``L``, and
+the halos travel with the calls: the driver keeps ``r``, ``p`` and ``q`` on the *send rows* (the
+rows of each block that some other block's halo holds, a few percent of ``n``). Each pass returns
+``q`` there, and the driver repeats the workers' elementwise update on those rows, so it knows the
+next ``p``'s halo values, bit for bit, before the pass that needs them. For ``p > 1`` the
+intermediate ``L^k p`` come back on the send rows the same way.
 """
 
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 
 from ..linalg import workerstate
 from ..linalg.block_cg import Reductions
-from .laplacian import LaplacianOperator
+from .laplacian import LaplacianOperator, apply_block
 
 
 def _colsum(u, v):
     return np.einsum("ij,ij->j", u, v)
 
 
-def _init(i, store, gamma, seeded, *deps):
-    s = workerstate.get(store, i)
-    s["r"] = s["b"] - (gamma * s["Mx"] + s["a"] * s["x"]) if seeded else s["b"].copy()
+def _load(i, W, b, a, x, send, store):
+    workerstate.put(store, i, {"b": b, "a": a, "x": x, "send": send})
+
+
+def _get(i, W, store, slot):
+    return workerstate.get(store, i)[slot]
+
+
+def _head_plain(s):
+    s["r"] = s["b"].copy()
     s["p"] = s["r"].copy()
     return _colsum(s["r"], s["r"]), _colsum(s["b"], s["b"])
 
 
-def _update(i, store, alpha, beta, active):
-    s = workerstate.get(store, i)
+def _head_update(s, alpha, beta, active):
     s["x"] += alpha * s["p"]
     s["r"] -= alpha * s["q"]
     s["p"] = np.where(active, s["r"] + beta * s["p"], 0.0)
     return _colsum(s["r"], s["r"])
 
 
-def _finish(i, store, gamma):
+def _tail_seed(s, gamma):
+    s["r"] = s["b"] - (gamma * s["y"] + s["a"] * s["x"])
+    s["p"] = s["r"].copy()
+    return (_colsum(s["r"], s["r"]), _colsum(s["b"], s["b"])), s["r"][s["send"]]
+
+
+def _tail_finish(s, gamma):
+    s["q"] = gamma * s["y"] + s["a"] * s["p"]
+    sums = _colsum(s["p"], s["q"]), _colsum(s["r"], s["q"]), _colsum(s["q"], s["q"])
+    return sums, s["q"][s["send"]]
+
+
+def _step(i, W, halo, store, token, head, src, tail):
+    """``head(s)``, then ``y = L [s[src]; halo]``, then ``tail(s)`` on block ``i``.
+
+    Returns ``(head result, tail result)``; with no tail, the tail result is ``y`` on the
+    block's send rows (the next power step's halo values).
+    """
     s = workerstate.get(store, i)
-    s["q"] = gamma * s["Mp"] + s["a"] * s["p"]
-    return _colsum(s["p"], s["q"]), _colsum(s["r"], s["q"]), _colsum(s["q"], s["q"])
+    first = head[0](s, *head[1]) if head is not None else None
+    s["y"] = apply_block(i, token, s[src], halo)
+    last = tail[0](s, *tail[1]) if tail is not None else s["y"][s["send"]]
+    return first, last
 
 
 class GraphSystem:
@@ -59,52 +93,85 @@ class GraphSystem:
 
     def __init__(self, op: LaplacianOperator, gamma: float, a, B, X0=None):
         self.op, self.gamma = op, float(gamma)
+        self.W = W = op.W
         B = np.asarray(B, dtype=np.float64)
         self.n_cols = B.shape[1]
-        self.store = op.new_store()
         self.seeded = X0 is not None
         X0 = np.zeros_like(B) if X0 is None else np.asarray(X0, dtype=np.float64)
         a = np.asarray(a, dtype=np.float64).reshape(-1, 1)
-        # Per block, all three writes: a block's first task may read any of them (and a
-        # neighbour's halo send reads its "x").
-        self._ready = list(zip(op.scatter(self.store, "b", B), op.scatter(self.store, "a", a),
-                               op.scatter(self.store, "x", X0)))
+        nb = W.n_blocks
+        # send[c]: rows of block c in any halo; where[b][c]: block b's halo rows from c, as
+        # positions in send[c].
+        self.send = [np.unique(np.concatenate(
+            [op.halo_rows[b][c] for b in range(nb) if c in op.halo_rows[b]] or
+            [np.zeros(0, np.int64)])).astype(np.int64) for c in range(nb)]
+        self.where = [{c: np.searchsorted(self.send[c], op.halo_rows[b][c]) for c in op.sources[b]}
+                      for b in range(nb)]
+        self.store = "cg-" + uuid.uuid4().hex[:12]
+        sl = W.block_slices()
+        W.call(_load, self.store, per_block=[(B[s], a[s], X0[s].copy(), self.send[c])
+                                             for c, s in enumerate(sl)])
+        self._on_send = lambda M: [M[s][self.send[c]] for c, s in enumerate(sl)]
+        self._x_send = self._on_send(X0) if self.seeded else None
+        self._b_send = self._on_send(B)
 
-    def _submit(self, fn, *args, deps=(), per_block_deps=None):
-        W, client = self.op.W, self.op.client
-        return [client.submit(fn, b, self.store, *args, *deps,
-                              *(per_block_deps[b] if per_block_deps else ()),
-                              workers=[self.op.owners[b]], allow_other_workers=False, pure=False)
-                for b in range(W.n_blocks)]
+    def _halos(self, values):
+        """Per block, its halo pieces (ascending source) from the send-row ``values``."""
+        return [([values[c][self.where[b][c]] for c in self.op.sources[b]],)
+                for b in range(self.W.n_blocks)]
 
-    def _product_and_sums(self, after):
-        """``q = A p`` behind the tasks ``after``; returns the finishing futures."""
-        return self.op.apply(self.store, "p", "Mp", after, then=(_finish, (self.gamma,)))
+    def _product(self, src, halo_values, head, tail):
+        """``head``, ``y = M src``, ``tail`` on every block: ``p`` direct calls.
 
-    def _sums(self, rr_futs, fin_futs) -> Reductions:
-        got = self.op.W.gather(rr_futs + fin_futs)
-        n = len(rr_futs)
-        rr = sum(g if not isinstance(g, tuple) else g[0] for g in got[:n])
-        pq, rq, qq = (sum(f[j] for f in got[n:]) for j in range(3))
-        return Reductions(rr, pq, rq, qq), got[:n]
+        Returns the per-block ``(head result, tail result)`` of the last call (head results
+        of the first call when ``p > 1``)."""
+        token = self.op.token
+        heads = None
+        for step in range(self.op.p):
+            last = step == self.op.p - 1
+            got = self.W.call(_step, self.store, token, head if step == 0 else None,
+                              src if step == 0 else "y", tail if last else None,
+                              per_block=self._halos(halo_values))
+            if step == 0:
+                heads = [g[0] for g in got]
+            halo_values = [g[1] for g in got]
+        return heads, got
+
+    def _finish(self, rr, got):
+        """Keep ``q`` on the send rows; the reductions with ``r.r`` = ``rr``."""
+        sums = [g[1][0] for g in got]
+        self._q = [g[1][1] for g in got]
+        return Reductions(rr, *(sum(s[j] for s in sums) for j in range(3)))
 
     def start(self):
         """``r = b - A x0``, ``p = r``, ``q = A p``; returns the sums and ``b.b``."""
-        deps = self._ready
         if self.seeded:
-            deps = self.op.apply(self.store, "x", "Mx", deps)
-        init = self._submit(_init, self.gamma, self.seeded, per_block_deps=[(f,) for f in deps])
-        red, got = self._sums(init, self._product_and_sums(init))
-        return red, sum(g[1] for g in got)
+            _, got = self._product("x", self._x_send, None, (_tail_seed, (self.gamma,)))
+            firsts = [g[1][0] for g in got]
+            self._r = [g[1][1] for g in got]
+            head = None
+        else:
+            self._r = [v.copy() for v in self._b_send]
+            head = (_head_plain, ())
+        self._p = [v.copy() for v in self._r]
+        heads, got = self._product("p", self._p, head, (_tail_finish, (self.gamma,)))
+        if not self.seeded:
+            firsts = heads
+        return self._finish(sum(f[0] for f in firsts), got), sum(f[1] for f in firsts)
 
     def iterate(self, alpha, beta, active) -> Reductions:
-        """One fused CG pass (see :mod:`dask_ssl.linalg.block_cg`)."""
-        upd = self._submit(_update, alpha, beta, active)
-        return self._sums(upd, self._product_and_sums(upd))[0]
+        """One CG pass (see :mod:`dask_ssl.linalg.block_cg`): ``p`` direct calls."""
+        # The workers' update, repeated on the send rows: the next p's halo values.
+        for r, p, q in zip(self._r, self._p, self._q):
+            r -= alpha * q
+            p[...] = np.where(active, r + beta * p, 0.0)
+        heads, got = self._product("p", self._p, (_head_update, (alpha, beta, active)),
+                                   (_tail_finish, (self.gamma,)))
+        return self._finish(sum(heads), got)
 
     def solution(self) -> np.ndarray:
         """The current ``X``, gathered (n x c)."""
-        return self.op.gather(self.store, "x")
+        return np.vstack(self.W.call(_get, self.store, "x"))
 
     def close(self) -> None:
         """Free the vectors on the workers."""
