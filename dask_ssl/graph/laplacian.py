@@ -15,7 +15,7 @@ import uuid
 import numpy as np
 import scipy.sparse as sp
 from ..linalg import workerstate
-from ._products import apply_rows
+from ._products import apply_finish, apply_rows
 from .weights import Graph
 
 def _setup(i, W, offset, offsets, token):
@@ -67,6 +67,13 @@ def apply_block(i, token, x, pieces):
     in the worker holding the operator ``token``."""
     st = workerstate.get(token, i)
     return apply_rows(st["A"], st["d"], x, pieces)
+
+
+def finish_block(i, token, x, pieces, gamma, a, p, r, q):
+    """The last product step of a CG pass on block ``i``: ``q = gamma L [x; halo] + a p``,
+    returns ``(p.q, r.q, q.q)`` (``x = p`` for ``M = L``, ``L^(p-1) p`` for ``M = L^p``)."""
+    st = workerstate.get(token, i)
+    return apply_finish(st["A"], st["d"], x, pieces, gamma, a, p, r, q)
 
 
 def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..linalg import workerstate
 from ..linalg.block_cg import Reductions
-from .laplacian import LaplacianOperator, apply_block
+from ._products import cg_update
+from .laplacian import LaplacianOperator, apply_block, finish_block
 
 
 def _colsum(u, v):
@@ -39,39 +40,39 @@ def _get(i, W, store, slot):
 def _head_plain(s):
     s["r"] = s["b"].copy()
     s["p"] = s["r"].copy()
+    s["q"] = np.empty_like(s["p"])
     return _colsum(s["r"], s["r"]), _colsum(s["b"], s["b"])
 
 
 def _head_update(s, alpha, beta, active):
-    s["x"] += alpha * s["p"]
-    s["r"] -= alpha * s["q"]
-    s["p"] = np.where(active, s["r"] + beta * s["p"], 0.0)
-    return _colsum(s["r"], s["r"])
+    rr = np.empty(alpha.size)
+    cg_update(s["x"], s["r"], s["p"], s["q"], alpha, beta, active, rr)
+    return rr
 
 
-def _tail_seed(s, gamma):
-    s["r"] = s["b"] - (gamma * s["y"] + s["a"] * s["x"])
-    s["p"] = s["r"].copy()
-    return (_colsum(s["r"], s["r"]), _colsum(s["b"], s["b"])), s["r"][s["send"]]
+def _step(i, W, halo, store, token, head, src, tail, gamma):
+    """``head(s)``, then a product step with ``halo`` on block ``i``, then ``tail``:
 
+    - ``None``: ``y = L [s[src]; halo]``; returns ``y`` on the send rows (the next step's halo);
+    - ``"seed"``: ``r = b - (gamma L y + a x)``, ``p = r``; returns ``(r.r, b.b)`` and ``r``
+      on the send rows;
+    - ``"finish"``: ``q = gamma L y + a p``; returns ``(p.q, r.q, q.q)`` and ``q`` on the send
+      rows.
 
-def _tail_finish(s, gamma):
-    s["q"] = gamma * s["y"] + s["a"] * s["p"]
-    sums = _colsum(s["p"], s["q"]), _colsum(s["r"], s["q"]), _colsum(s["q"], s["q"])
-    return sums, s["q"][s["send"]]
-
-
-def _step(i, W, halo, store, token, head, src, tail):
-    """``head(s)``, then ``y = L [s[src]; halo]``, then ``tail(s)`` on block ``i``.
-
-    Returns ``(head result, tail result)``; with no tail, the tail result is ``y`` on the
-    block's send rows (the next power step's halo values).
+    Returns ``(head result, tail result)``.
     """
     s = workerstate.get(store, i)
     first = head[0](s, *head[1]) if head is not None else None
+    if tail == "finish":
+        sums = finish_block(i, token, s[src], halo, gamma, s["a"], s["p"], s["r"], s["q"])
+        return first, (sums, s["q"][s["send"]])
     s["y"] = apply_block(i, token, s[src], halo)
-    last = tail[0](s, *tail[1]) if tail is not None else s["y"][s["send"]]
-    return first, last
+    if tail == "seed":
+        s["r"] = s["b"] - (gamma * s["y"] + s["a"] * s["x"])
+        s["p"] = s["r"].copy()
+        s["q"] = np.empty_like(s["p"])
+        return first, ((_colsum(s["r"], s["r"]), _colsum(s["b"], s["b"])), s["r"][s["send"]])
+    return first, s["y"][s["send"]]
 
 
 class GraphSystem:
@@ -130,7 +131,7 @@ class GraphSystem:
         for step in range(self.op.p):
             last = step == self.op.p - 1
             got = self.W.call(_step, self.store, token, head if step == 0 else None,
-                              src if step == 0 else "y", tail if last else None,
+                              src if step == 0 else "y", tail if last else None, self.gamma,
                               per_block=self._halos(halo_values))
             if step == 0:
                 heads = [g[0] for g in got]
@@ -146,7 +147,7 @@ class GraphSystem:
     def start(self):
         """``r = b - A x0``, ``p = r``, ``q = A p``; returns the sums and ``b.b``."""
         if self.seeded:
-            _, got = self._product("x", self._x_send, None, (_tail_seed, (self.gamma,)))
+            _, got = self._product("x", self._x_send, None, "seed")
             firsts = [g[1][0] for g in got]
             self._r = [g[1][1] for g in got]
             head = None
@@ -154,19 +155,21 @@ class GraphSystem:
             self._r = [v.copy() for v in self._b_send]
             head = (_head_plain, ())
         self._p = [v.copy() for v in self._r]
-        heads, got = self._product("p", self._p, head, (_tail_finish, (self.gamma,)))
+        heads, got = self._product("p", self._p, head, "finish")
         if not self.seeded:
             firsts = heads
         return self._finish(sum(f[0] for f in firsts), got), sum(f[1] for f in firsts)
 
     def iterate(self, alpha, beta, active) -> Reductions:
         """One CG pass (see :mod:`dask_ssl.linalg.block_cg`): ``p`` direct calls."""
-        # The workers' update, repeated on the send rows: the next p's halo values.
+        alpha, beta = np.asarray(alpha, np.float64), np.asarray(beta, np.float64)
+        active = np.asarray(active, bool)
+        # The workers' update kernel, run on the send rows: the next p's halo values.
+        rr = np.empty(alpha.size)
         for r, p, q in zip(self._r, self._p, self._q):
-            r -= alpha * q
-            p[...] = np.where(active, r + beta * p, 0.0)
+            cg_update(np.zeros_like(r), r, p, q, alpha, beta, active, rr)
         heads, got = self._product("p", self._p, (_head_update, (alpha, beta, active)),
-                                   (_tail_finish, (self.gamma,)))
+                                   "finish")
         return self._finish(sum(heads), got)
 
     def solution(self) -> np.ndarray:
