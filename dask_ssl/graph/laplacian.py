@@ -76,11 +76,9 @@ def finish_block(i, token, x, pieces, gamma, a, p, r, q):
     return apply_finish(st["A"], st["d"], x, pieces, gamma, a, p, r, q)
 
 
-def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps, then=None):
+def _apply_laplacian(i, token, vec_token, src, dst, pieces, *deps):
     store = workerstate.get(vec_token, i)
     store[dst] = apply_block(i, token, store[src], pieces)
-    # A follow-up step runs in the same task: one scheduling level less per product.
-    return then[0](i, vec_token, *then[1]) if then is not None else None
 
 
 def _stack_halo(i, token, vec_token, src, dst, pieces, *deps):
@@ -191,17 +189,13 @@ class LaplacianOperator:
                                       workers=[owners[b]], allow_other_workers=False, pure=False))
         return outs
 
-    def apply(self, store: str, src: str, dst: str, deps, then=None) -> list:
-        """``dst = M src`` in ``store`` (``p`` halo exchanges); returns per-block futures.
-
-        ``then = (fn, args)`` runs ``fn(block, store, *args)`` on each block right after its
-        last product step, in the same task; the futures then hold its results.
-        """
+    def apply(self, store: str, src: str, dst: str, deps) -> list:
+        """``dst = M src`` in ``store`` (``p`` halo exchanges); returns per-block futures."""
         slot = src
         for step in range(self.p):
             last = step == self.p - 1
             out = dst if last else f"{dst}:{step}"
-            deps = self.exchange(store, slot, out, deps, then=then if last else None)
+            deps = self.exchange(store, slot, out, deps)
             slot = out
         return deps
 

@@ -3,14 +3,14 @@
 ``M = L^p`` is a :class:`LaplacianOperator`; ``a`` is a per-row fidelity weight (1 on labeled rows
 for graph transduction). The CG vectors ``x, r, p, q`` live beside the graph blocks.
 
-A CG pass through the scheduler (an update task, halo-send tasks, a product task per block) costs
-about ten times the arithmetic of a 100 k-row graph. So a pass here is ``p`` direct calls
+A CG pass through the scheduler (an update task, halo-send tasks, a product task per block) cost
+about ten times the arithmetic on a 100 k-row graph. So a pass here is ``p`` direct calls
 (:meth:`RowBlocks.call <dask_ssl.linalg.rowblocks.RowBlocks.call>`), one per power of ``L``, and
 the halos travel with the calls: the driver keeps ``r``, ``p`` and ``q`` on the *send rows* (the
-rows of each block that some other block's halo holds, a few percent of ``n``). Each pass returns
-``q`` there, and the driver repeats the workers' elementwise update on those rows, so it knows the
-next ``p``'s halo values, bit for bit, before the pass that needs them. For ``p > 1`` the
-intermediate ``L^k p`` come back on the send rows the same way.
+rows of each block that some other block's halo holds). Each pass returns ``q`` there, and the
+driver runs the workers' update kernel on those rows, so it knows the next ``p``'s halo values,
+bit for bit, before the pass that needs them. For ``p > 1`` the intermediate ``L^k p`` come back
+on the send rows the same way.
 """
 
 from __future__ import annotations
@@ -112,9 +112,8 @@ class GraphSystem:
         sl = W.block_slices()
         W.call(_load, self.store, per_block=[(B[s], a[s], X0[s].copy(), self.send[c])
                                              for c, s in enumerate(sl)])
-        self._on_send = lambda M: [M[s][self.send[c]] for c, s in enumerate(sl)]
-        self._x_send = self._on_send(X0) if self.seeded else None
-        self._b_send = self._on_send(B)
+        self._x_send = [X0[s][self.send[c]] for c, s in enumerate(sl)]
+        self._b_send = [B[s][self.send[c]] for c, s in enumerate(sl)]
 
     def _halos(self, values):
         """Per block, its halo pieces (ascending source) from the send-row ``values``."""
