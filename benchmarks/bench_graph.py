@@ -137,7 +137,7 @@ def bench_transduction(args, client):
     e_gt = np.mean(gt.transduction_[unl] != y[unl])
     print(f"ours: {t_gt:.1f} s (kNN graph {t_knn:.1f} s, block CG {t_gt - t_knn:.1f} s: "
           f"{gt.n_iter_} passes, {1e3 * (t_gt - t_knn) / max(gt.n_iter_, 1):.1f} ms each, "
-          f"relative residuals {np.array2string(gt.history_[-1], precision=2)}), "
+          f"relative residuals {[f'{v:.2e}' for v in gt.history_[-1]]}), "
           f"error {100 * e_gt:.2f}%")
     t = time.perf_counter()
     ls = LabelSpreading(kernel="knn", n_neighbors=10, n_jobs=1).fit(X, ys)

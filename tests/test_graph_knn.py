@@ -52,7 +52,7 @@ def _check_lists(neigh):
 
 @pytest.mark.parametrize("n_blocks", [2, 1, 4])
 def test_dense_recall_with_indexes(client, kdd_subset, n_blocks):
-    """pynndescent per block plus cross-block queries: recall@10 >= 0.95 on three data sets."""
+    """NN-descent per block plus cross-block queries: recall@10 >= 0.95 on three data sets."""
     moons = two_moons(n=3000, noise=0.1, seed=1)
     gauss = g50c(n=1100, seed=2)
     for X, y in (moons, gauss, kdd_subset):
