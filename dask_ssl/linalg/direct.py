@@ -34,8 +34,9 @@ class BlockRunner:
         except KeyError:
             raise StateLost(f"block {i} is not in the memory of {worker.address}") from None
 
-    def run(self, fn, items, args):
-        """``items``: ``(i, key, extra)`` per block; returns the results in the same order."""
+    def run(self, fn, items, args, combine=None):
+        """``items``: ``(i, key, extra)`` per block; returns the results in the same order, or
+        ``[combine(results)]`` (one value for the worker) when ``combine`` is given."""
         worker = get_worker()
 
         def one(item):
@@ -44,18 +45,22 @@ class BlockRunner:
 
         threads = worker.state.nthreads
         if len(items) == 1 or threads == 1:
-            return [one(item) for item in items]
-        # the kernels release the GIL, so a worker's threads share its blocks as tasks would
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="dask-ssl-block")
-        return list(self._pool.map(one, items))
+            results = [one(item) for item in items]
+        else:
+            # the kernels release the GIL, so a worker's threads share its blocks as tasks would
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(threads, thread_name_prefix="dask-ssl-block")
+            results = list(self._pool.map(one, items))
+        return results if combine is None else [combine(results)]
 
 
-async def run_blocks(client, address: str, runner_key: str, fn, items, args):
-    """Call ``BlockRunner.run(fn, items, args)`` on the actor ``runner_key`` at ``address``,
-    directly or through the scheduler as the client is configured (``direct_to_workers``)."""
+async def run_blocks(client, address: str, runner_key: str, fn, items, args, combine=None):
+    """Call ``BlockRunner.run(fn, items, args, combine)`` on the actor ``runner_key`` at
+    ``address``, directly or through the scheduler as the client is configured
+    (``direct_to_workers``)."""
     msg = {"actor": runner_key, "function": "run",
-           "args": [to_serialize(fn), to_serialize(items), to_serialize(args)], "kwargs": {}}
+           "args": [to_serialize(fn), to_serialize(items), to_serialize(args),
+                    to_serialize(combine)], "kwargs": {}}
     if client.direct_to_workers:
         response = await client.rpc(address).actor_execute(**msg)
     else:

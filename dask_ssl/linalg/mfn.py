@@ -218,8 +218,8 @@ class MFNSolver:
     def dim(self) -> int:
         return self.blocks.n_features + (1 if self.bias else 0)
 
-    def _map(self, fn, *args, per_block=None):
-        return self.blocks.call(fn, self.token, *args, per_block=per_block)
+    def _map(self, fn, *args, per_block=None, combine=None):
+        return self.blocks.call(fn, self.token, *args, per_block=per_block, combine=combine)
 
     def _cg(self, gamma: float, rhs: np.ndarray, w0: np.ndarray,
             product_w0: np.ndarray) -> tuple[np.ndarray, int]:
@@ -229,7 +229,7 @@ class MFNSolver:
         (A Jacobi preconditioner took more iterations on the RCV1-like TSVM, 1467 trips
         against 1256: the rows are l2-normalized and the diagonal says little.)"""
         def product(p):
-            return gamma * p + np.sum(self._map(ws_normal_product, p, self.bias), axis=0)
+            return gamma * p + sum(self._map(ws_normal_product, p, self.bias, combine=sum))
 
         w = w0.copy()
         r = rhs - (gamma * w + product_w0)
@@ -255,10 +255,11 @@ class MFNSolver:
         val = np.sum([p[3] for p in parts], axis=0)
         counts = np.sum([p[4] for p in parts], axis=0)
         dd = direction @ direction
-        der = der + gamma * (w @ direction + deltas * dd)
+        wd = w @ direction
+        der = der + gamma * (wd + deltas * dd)
         slope = slope + gamma * dd
-        wd = w[None, :] + deltas[:, None] * direction[None, :]
-        val = val + 0.5 * gamma * np.einsum("ij,ij->i", wd, wd)
+        # |w + delta d|^2 expanded: no grid x d array on the driver
+        val = val + 0.5 * gamma * (w @ w + 2.0 * deltas * wd + deltas ** 2 * dd)
         return viol, der, slope, val, counts
 
     def _line_search(self, w, direction, gamma, grid, eager) -> float:

@@ -183,10 +183,14 @@ class RowBlocks:
             self.client.cancel(futs)
             raise
 
-    def call(self, fn, *args, per_block=None) -> list:
+    def call(self, fn, *args, per_block=None, combine=None) -> list:
         """One round trip by direct calls: ``fn(i, X_i, *per_block[i], *args)`` runs on the
         worker holding block ``i`` through that worker's :class:`~.direct.BlockRunner` actor;
         the results come back in block order. Arguments must be plain values (no futures).
+
+        With ``combine`` (e.g. ``sum``), each worker returns ``combine`` of its blocks' results
+        instead, and the list holds one value per worker: d-sized sums then cross the network
+        once per worker, not once per block.
 
         Raises :class:`StateLost` when a block's worker left during the trip.
         """
@@ -202,7 +206,8 @@ class RowBlocks:
         async def results():
             if not calls:
                 calls.append(asyncio.gather(*[run_blocks(self.client, w, runners[w], fn, items,
-                                                         args) for w, items in groups.items()]))
+                                                         args, combine)
+                                              for w, items in groups.items()]))
             # shielded: the bounded wait re-awaits the same calls after each poll
             return await asyncio.shield(calls[0])
 
@@ -212,6 +217,8 @@ class RowBlocks:
             if calls:
                 self.client.loop.add_callback(calls[0].cancel)
             raise
+        if combine is not None:
+            return [got[0] for got in got_all]
         out = [None] * self.n_blocks
         for items, got in zip(groups.values(), got_all):
             for (i, _, _), r in zip(items, got):
