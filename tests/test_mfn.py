@@ -148,3 +148,16 @@ def test_line_search_lands_on_exact_minimizer(client):
     np.testing.assert_allclose(res.w, delta * wbar, rtol=1e-9, atol=1e-12)
     assert delta == pytest.approx(best.x, abs=1e-6)
     assert res.objective == pytest.approx(phi(delta), rel=1e-12)
+
+
+def test_direct_call_combines_block_results_per_worker(client):
+    from dask_ssl.linalg import RowBlocks
+
+    X, _ = problem(True, n=300)
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=5)
+    col_sums = lambda i, Xi: np.asarray(Xi.sum(axis=0)).ravel()  # noqa: E731
+    per_block = blocks.call(col_sums)
+    per_worker = blocks.call(col_sums, combine=sum)
+    assert len(per_block) == 5 and len(per_worker) == len(set(blocks.owners()))
+    np.testing.assert_allclose(sum(per_worker), np.asarray(X.sum(axis=0)).ravel())
+    np.testing.assert_allclose(sum(per_worker), sum(per_block))
