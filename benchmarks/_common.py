@@ -17,7 +17,7 @@ KDD99 = SHARED / "kdd99" / "kddcup.data_10_percent.gz"
 def local_cluster(n_workers: int = 2):
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=":0",
                       silence_logs=logging.ERROR, memory_limit="10GiB") as cluster, \
-            Client(cluster) as client:
+            Client(cluster, direct_to_workers=True) as client:  # as dask_ssl.cluster does
         yield client
 
 
