@@ -30,6 +30,17 @@ def _one_label_per_class(y, seed=0):
     return ys
 
 
+def _distributed_solve(graph, normalized, power, gamma, a, B, X0=None):
+    """Block CG on the workers to tol 1e-9; returns the result and the gathered solution."""
+    op = LaplacianOperator(graph, normalized=normalized, p=power)
+    system = GraphSystem(op, gamma, a, B, X0=X0)
+    try:
+        return block_cg(system, tol=1e-9, maxiter=2000), system.solution()
+    finally:
+        system.close()
+        op.close()
+
+
 def test_distributed_block_cg_equals_dense_solve(client, moons):
     X, _ = moons
     graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=3), 8)
@@ -37,15 +48,8 @@ def test_distributed_block_cg_equals_dense_solve(client, moons):
     a = np.where(np.arange(400) % 3 == 0, 1.0, 0.05)
     B = np.random.default_rng(1).standard_normal((400, 3)) * (a[:, None] == 1)
     B[:, 2] = 0.0  # a zero right-hand side converges at once and must stay zero
-    op = LaplacianOperator(graph, normalized=True, p=2)
     A = 0.3 * np.linalg.matrix_power(laplacian(W, normed=True), 2) + np.diag(a)
-    system = GraphSystem(op, 0.3, a, B)
-    try:
-        res = block_cg(system, tol=1e-9, maxiter=2000)
-        X_cg = system.solution()
-    finally:
-        system.close()
-        op.close()
+    res, X_cg = _distributed_solve(graph, True, 2, 0.3, a, B)
     assert res.converged.all() and res.n_iter[2] == 0
     np.testing.assert_allclose(X_cg, np.linalg.solve(A, B), atol=1e-7)
 
@@ -61,14 +65,7 @@ def test_seeded_distributed_cg_follows_the_dense_recurrence(client, moons, power
     B = rng.standard_normal((400, 2)) * a[:, None]
     X0 = rng.standard_normal((400, 2))
     A = 0.5 * np.linalg.matrix_power(laplacian(W, normed=False), power) + np.diag(a)
-    op = LaplacianOperator(graph, normalized=False, p=power)
-    system = GraphSystem(op, 0.5, a, B, X0=X0)
-    try:
-        res = block_cg(system, tol=1e-9, maxiter=2000)
-        X_cg = system.solution()
-    finally:
-        system.close()
-        op.close()
+    res, X_cg = _distributed_solve(graph, False, power, 0.5, a, B, X0=X0)
     local = LocalSystem(A, B, X0=X0)
     ref = block_cg(local, tol=1e-9, maxiter=2000)
     # Round-off (another summation order) parts the two paths only late in the run.
