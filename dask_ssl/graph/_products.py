@@ -28,6 +28,28 @@ def laplacian_column(indptr, indices, data, d, v, out):
 
 
 @njit(cache=True, nogil=True, fastmath=True)
+def _laplacian_row(i, indptr, indices, data, d, x, halo, acc):
+    """Row ``i`` of ``d x - A [x; halo]`` into ``acc`` (length c).
+
+    A private accumulator: writing through the output array would force a store per term, as
+    numba cannot tell that it does not overlap ``x``."""
+    n_b, c = x.shape
+    di = d[i]
+    for t in range(c):
+        acc[t] = di * x[i, t]
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        w = data[p]
+        if j < n_b:
+            for t in range(c):
+                acc[t] -= w * x[j, t]
+        else:
+            k = j - n_b
+            for t in range(c):
+                acc[t] -= w * halo[k, t]
+
+
+@njit(cache=True, nogil=True, fastmath=True)
 def laplacian_rows(indptr, indices, data, d, x, halo, out):
     """Several columns: ``out[i] = d[i] x[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
 
@@ -41,20 +63,9 @@ def laplacian_rows(indptr, indices, data, d, x, halo, out):
     out : ndarray of shape (n_b, c), written
     """
     n_b, c = x.shape
-    # A private accumulator: writing through ``out`` would force a store per term, as numba
-    # cannot tell that ``out`` and ``x`` do not overlap.
     acc = np.empty(c)
     for i in range(n_b):
-        di = d[i]
-        xi = x[i]
-        for t in range(c):
-            acc[t] = di * xi[t]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            w = data[p]
-            r = x[j] if j < n_b else halo[j - n_b]
-            for t in range(c):
-                acc[t] -= w * r[t]
+        _laplacian_row(i, indptr, indices, data, d, x, halo, acc)
         o = out[i]
         for t in range(c):
             o[t] = acc[t]
@@ -120,19 +131,7 @@ def laplacian_finish(indptr, indices, data, d, x, halo, gamma, a, pv, r, q, sums
     sums[:] = 0.0
     acc = np.empty(c)
     for i in range(n_b):
-        di = d[i]
-        for t in range(c):
-            acc[t] = di * x[i, t]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            w = data[p]
-            if j < n_b:
-                for t in range(c):
-                    acc[t] -= w * x[j, t]
-            else:
-                k = j - n_b
-                for t in range(c):
-                    acc[t] -= w * halo[k, t]
+        _laplacian_row(i, indptr, indices, data, d, x, halo, acc)
         ai = a[i, 0]
         for t in range(c):
             qi = gamma * acc[t] + ai * pv[i, t]

@@ -154,6 +154,8 @@ class GraphSystem:
             self._r = [v.copy() for v in self._b_send]
             head = (_head_plain, ())
         self._p = [v.copy() for v in self._r]
+        # the update kernel also moves x, which the driver does not need on the send rows
+        self._x_unused = [np.zeros_like(v) for v in self._r]
         heads, got = self._product("p", self._p, head, "finish")
         if not self.seeded:
             firsts = heads
@@ -165,8 +167,8 @@ class GraphSystem:
         active = np.asarray(active, bool)
         # The workers' update kernel, run on the send rows: the next p's halo values.
         rr = np.empty(alpha.size)
-        for r, p, q in zip(self._r, self._p, self._q):
-            cg_update(np.zeros_like(r), r, p, q, alpha, beta, active, rr)
+        for x, r, p, q in zip(self._x_unused, self._r, self._p, self._q):
+            cg_update(x, r, p, q, alpha, beta, active, rr)
         heads, got = self._product("p", self._p, (_head_update, (alpha, beta, active)),
                                    "finish")
         return self._finish(sum(heads), got)
