@@ -132,6 +132,48 @@ def test_block_count_does_not_change_result(client, data, tsvm_half, n_blocks):
     np.testing.assert_array_equal(t.transduction_, ref_t.transduction_)
 
 
+@pytest.mark.parametrize("max_pairs", [1, 7, 1000])
+def test_switches_from_short_candidate_lists_equal_full_lists(max_pairs):
+    """Blocks send only the tops of their candidate lists: the pairs picked from them are
+    those of the whole lists, or the merge says it needs more (never a different answer)."""
+    from dask_ssl.models.tsvm import _candidates, merge_switches
+
+    rng = np.random.default_rng(3)
+    outcomes = []
+    for trial in range(200):
+        # outputs on a coarse grid: many ties, within and across blocks
+        blocks = [(np.round(rng.normal(scale=0.8, size=n) * 4) / 4,
+                   np.where(rng.random(n) < 0.5, 1.0, -1.0)) for n in rng.integers(0, 40, 4)]
+        full = merge_switches([_candidates(o, yt, max_pairs) for o, yt in blocks], max_pairs)
+        assert full is not None
+        for limit in (1, 3, 10):
+            short = merge_switches([_candidates(o, yt, min(limit, max_pairs))
+                                    for o, yt in blocks], max_pairs)
+            outcomes.append(short is not None)
+            if short is not None:
+                assert short[1] == full[1]
+                for a, b in zip(short[0], full[0]):
+                    np.testing.assert_array_equal(a, b)
+    assert any(outcomes)
+    # a list cut at max_pairs is never short; otherwise both outcomes occur
+    assert all(outcomes) if max_pairs == 1 else not all(outcomes)
+
+
+def test_candidate_fetch_trip_keeps_the_result(client, data, tsvm_half, monkeypatch):
+    """With two eager candidates per block most switching rounds need the extra trip that
+    fetches the lists; the fit is the same."""
+    from dask_ssl.models import tsvm
+
+    monkeypatch.setattr(tsvm, "EAGER_CANDIDATES", 2)
+    X, yl, _ = data
+    t = TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
+             n_blocks=3).fit(X, yl)
+    assert t.objective_ == pytest.approx(tsvm_half.objective_, rel=1e-12)
+    np.testing.assert_array_equal(t.transduction_, tsvm_half.transduction_)
+    assert (t.history_[-1]["round_trips"] - t.history_[0]["round_trips"]
+            > tsvm_half.history_[-1]["round_trips"] - tsvm_half.history_[0]["round_trips"])
+
+
 def test_worker_count_does_not_change_result(data, tsvm_half, da_half):
     X, yl, _ = data
     common = dict(gamma=1e-2, gamma_u=0.5, unlabeled=0)

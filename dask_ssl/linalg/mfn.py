@@ -87,6 +87,12 @@ def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
     return G, kernels.rmatvec(X, b, bias), loss, None
 
 
+def sum_parts(parts: list) -> tuple:
+    """Element-wise sum of per-block result tuples (``None`` entries stay ``None``): a worker
+    returns one assembly result for all its blocks instead of one per block."""
+    return tuple(None if col[0] is None else sum(col) for col in zip(*parts))
+
+
 def ws_advance(i, X, token, step, epilogue=None):
     """Move the block's outputs to ``o + step d`` (exactly the Newton point's outputs for a
     full step); return its loss there and the epilogue's result (what the owner needs from
@@ -316,7 +322,7 @@ class MFNSolver:
             pro = prologue if (it == 0 and prologue is not None) else [None] * self.blocks.n_blocks
             per_block = [(p,) for p in pro]
             parts = self._map(ws_assemble, w, step, self.bias, self.gram, full,
-                              per_block=per_block)
+                              per_block=per_block, combine=sum_parts)
             loss = sum(p[2] for p in parts)
             history.append(0.5 * gamma * (w @ w) + loss)
             if self.gram:

@@ -16,6 +16,10 @@ from .l2svm import init_blocks
 #: svmlin's starting gamma' and its growth factor per stage (thesis 6.3.1).
 GAMMA_U_START = 1e-5
 GAMMA_U_FACTOR = 1.5
+#: Switching candidates per list a block sends with its final outputs. Most rounds switch
+#: fewer pairs; sending whole lists (up to every unlabeled row inside the margin) made them
+#: most of the bytes the driver received. More are fetched when the rule runs past them.
+EAGER_CANDIDATES = 2048
 
 
 # worker side ------------------------------------------------------------------------------
@@ -58,15 +62,28 @@ def ws_threshold(i, X, n_ties_pos, token, thr, cu):
     return int((yt > 0).sum())
 
 
-def epi_candidates(i, X, st, max_pairs):
-    """Switching candidates of this block, already sorted (thesis 6.3.2 steps 1-2), and the TSVM
-    objective parts at the current outputs."""
-    o, yt = st["o"], st["yt"]
+def _candidates(o, yt, limit):
+    """The first ``limit`` switching candidates of each list, sorted (thesis 6.3.2 steps 1-2),
+    and each list's full length."""
     pos = np.flatnonzero((yt > 0) & (o < 1.0))
     neg = np.flatnonzero((yt < 0) & (o > -1.0))
-    pos = pos[np.argsort(o[pos], kind="stable")][:max_pairs]
-    neg = neg[np.argsort(-o[neg], kind="stable")][:max_pairs]
-    return (o[pos], pos.astype(np.int64), o[neg], neg.astype(np.int64)), tsvm_objective_parts(st)
+    n_pos, n_neg = pos.size, neg.size
+    pos = pos[np.argsort(o[pos], kind="stable")][:limit]
+    neg = neg[np.argsort(-o[neg], kind="stable")][:limit]
+    return o[pos], pos.astype(np.int64), n_pos, o[neg], neg.astype(np.int64), n_neg
+
+
+def epi_candidates(i, X, st, limit):
+    """This block's first ``limit`` switching candidates and the TSVM objective parts at the
+    current outputs."""
+    return (_candidates(st["o"], st["yt"], limit),
+            tsvm_objective_parts(st))
+
+
+def ws_candidates(i, X, token, max_pairs):
+    """All the switching candidates :func:`merge_switches` may need, at the final outputs."""
+    st = workerstate.get(token, i)
+    return _candidates(final_outputs(st), st["yt"], max_pairs)
 
 
 # driver side ------------------------------------------------------------------------------
@@ -90,22 +107,39 @@ def threshold_rule(outputs: list, pos_fraction: float):
     return thr, ties
 
 
-def merge_switches(cands: list, max_pairs: int) -> tuple[list, int]:
-    """Pick pairs from the tops of the merged lists while output(L+) < output(L-) (6.3.2)."""
-    def merged(vals_col, idx_col, descending):
-        vals = np.concatenate([c[vals_col] for c in cands])
-        idx = np.concatenate([c[idx_col] for c in cands])
-        blk = np.concatenate([np.full(len(c[idx_col]), b) for b, c in enumerate(cands)])
+def merge_switches(cands: list, max_pairs: int):
+    """Pick pairs from the tops of the merged lists while output(L+) < output(L-) (6.3.2).
+
+    ``cands``: per block, :func:`_candidates`. Returns ``(flips per block, pairs)``, or None
+    when a block's list stops short of the pairs the rule has to compare.
+    """
+    def merged(col, descending):
+        vals = np.concatenate([c[col] for c in cands])
+        idx = np.concatenate([c[col + 1] for c in cands])
+        blk = np.concatenate([np.full(len(c[col + 1]), b) for b, c in enumerate(cands)])
         # Each block's list is sorted with ties in row order, and the lists are concatenated in
         # block order: a stable sort (a merge of presorted runs) then orders ties by (block,
         # row), the same for any partitioning.
-        order = np.argsort(-vals if descending else vals, kind="stable")
-        return vals[order], idx[order], blk[order]
+        key = -vals if descending else vals
+        order = np.argsort(key, kind="stable")
+        # A block that sent fewer than max_pairs of a longer list may still hold entries from
+        # its last key on; everything strictly before the smallest such key is complete.
+        cut = min((-c[col][-1] if descending else c[col][-1] for c in cands
+                   if len(c[col]) < min(c[col + 2], max_pairs)), default=np.inf)
+        known = int(np.searchsorted(key[order], cut, side="left"))
+        return vals[order], idx[order], blk[order], known, sum(c[col + 2] for c in cands)
 
-    pv, pi, pb = merged(0, 1, False)
-    nv, ni, nb = merged(2, 3, True)
-    k = min(len(pv), len(nv), max_pairs)
-    k = int(np.argmin(pv[:k] < nv[:k])) if k and not np.all(pv[:k] < nv[:k]) else k
+    pv, pi, pb, p_known, p_total = merged(0, False)
+    nv, ni, nb, n_known, n_total = merged(3, True)
+    cap = min(p_total, n_total, max_pairs)
+    m = min(cap, p_known, n_known)
+    better = pv[:m] < nv[:m]
+    if not better.all():
+        k = int(np.argmin(better))
+    elif m == cap:
+        k = cap
+    else:
+        return None
     flips = [np.concatenate([pi[:k][pb[:k] == b], ni[:k][nb[:k] == b]]) for b in range(len(cands))]
     return flips, k
 
@@ -229,18 +263,22 @@ class TSVMDriver:
             record = {"stage": 0, "gamma_u": 0.0, "objective": res.objective, "switches": 0}
         else:
             g = self.gamma_u_cur
-            res = self.solver.solve(self.w, est.gamma, epilogue=(epi_candidates, self.max_pairs),
+            eager = min(self.max_pairs, EAGER_CANDIDATES)
+            res = self.solver.solve(self.w, est.gamma, epilogue=(epi_candidates, eager),
                                     prologue=[(pro_set_costs, g / self.u)] * self.blocks.n_blocks)
             switches = 0
             retrains = [res.objective]
             for _ in range(est.max_inner):
-                cands = [e[0] for e in res.extra]
-                flips, k = merge_switches(cands, self.max_pairs)
+                picked = merge_switches([e[0] for e in res.extra], self.max_pairs)
+                if picked is None:
+                    picked = merge_switches(self.blocks.call(ws_candidates, self.token,
+                                                             self.max_pairs), self.max_pairs)
+                flips, k = picked
                 if k == 0:
                     break
                 switches += k
                 res = self.solver.solve(res.w, est.gamma, prologue=[(pro_flip, f) for f in flips],
-                                        epilogue=(epi_candidates, self.max_pairs))
+                                        epilogue=(epi_candidates, eager))
                 retrains.append(res.objective)
             self.w = res.w
             self.n_switches += switches
