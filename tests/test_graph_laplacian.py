@@ -26,6 +26,29 @@ def _random_graph(n, rng, isolated=()):
     return W
 
 
+@pytest.mark.parametrize("c", [1, 2, 5, 8, 9])
+def test_block_kernels_match_dense(c):
+    """A block's product and fused CG finish, on every kernel path: one column, the generated
+    row kernels (up to 8 columns) and the column loop beyond."""
+    from dask_ssl.graph._products import apply_finish, apply_rows
+
+    rng = np.random.default_rng(c)
+    n_b, n_halo = 60, 25
+    A = sp.random(n_b, n_b + n_halo, density=0.1, random_state=rng, format="csr")
+    d = rng.random(n_b) + 1.0
+    x = rng.standard_normal((n_b, c))
+    pieces = [rng.standard_normal((10, c)), rng.standard_normal((15, c))]
+    expected = d[:, None] * x - A.toarray() @ np.vstack([x, *pieces])
+    np.testing.assert_allclose(apply_rows(A, d, x, pieces), expected, rtol=1e-12, atol=1e-12)
+    a = rng.random((n_b, 1))
+    pv, r, q = (rng.standard_normal((n_b, c)) for _ in range(3))
+    sums = apply_finish(A, d, x, pieces, 0.7, a, pv, r, q)
+    q_expected = 0.7 * expected + a * pv
+    np.testing.assert_allclose(q, q_expected, rtol=1e-12, atol=1e-12)
+    for got, u in zip(sums, (pv, r, q_expected)):
+        np.testing.assert_allclose(got, np.sum(u * q_expected, axis=0), rtol=1e-12)
+
+
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])
 def test_laplacian_powers_match_scipy(client, n_blocks):
     rng = np.random.default_rng(n_blocks)

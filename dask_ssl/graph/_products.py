@@ -2,10 +2,13 @@
 
 SciPy's CSR-times-dense product needs ``[x; halo]`` stacked into one array first and a second
 pass for ``d * x``. Here each row is finished in one go, with the index arrays passed as
-unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`).
+unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`); several columns go through a
+row kernel compiled for their number (:func:`row_kernel`).
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numba import njit
@@ -27,78 +30,108 @@ def laplacian_column(indptr, indices, data, d, v, out):
         out[i] = d[i] * v[i] - s
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def _laplacian_row(i, indptr, indices, data, d, x, halo, acc):
-    """Row ``i`` of ``d x - A [x; halo]`` into ``acc`` (length c).
+#: Column counts with a generated row kernel (one scalar accumulator per column).
+MAX_UNROLLED = 8
+#: fastmath without reassociation
+_NO_REASSOC = {"contract", "nnan", "ninf", "nsz", "arcp"}
 
-    A private accumulator: writing through the output array would force a store per term, as
-    numba cannot tell that it does not overlap ``x``."""
-    n_b, c = x.shape
+_ROW_SOURCE = """
+def row(i, indptr, indices, data, d, v, acc):
     di = d[i]
-    for t in range(c):
-        acc[t] = di * x[i, t]
+{init}
     for p in range(indptr[i], indptr[i + 1]):
         j = indices[p]
         w = data[p]
-        if j < n_b:
-            for t in range(c):
-                acc[t] -= w * x[j, t]
-        else:
-            k = j - n_b
-            for t in range(c):
-                acc[t] -= w * halo[k, t]
+{update}
+{store}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def row_kernel(c):
+    """``acc = d[i] v[i] - sum_p data[p] v[indices[p]]`` for one row of ``v = [x; halo]``
+    (``n x c``), compiled for ``c`` columns.
+
+    Up to :data:`MAX_UNROLLED` columns the kernel is generated with one scalar accumulator per
+    column, which LLVM keeps in registers and packs into SIMD lanes; a loop over the columns
+    sent every term through memory (2-4x slower for c = 2-4, measured on 494 k-row graphs).
+    Not reassociated: with reassociation LLVM vectorized the loop over a row's non-zeros with
+    gathers instead.
+    """
+    if c > MAX_UNROLLED:
+        return _row_loop
+    src = _ROW_SOURCE.format(
+        init="\n".join(f"    a{t} = di * v[i, {t}]" for t in range(c)),
+        update="\n".join(f"        a{t} -= w * v[j, {t}]" for t in range(c)),
+        store="\n".join(f"    acc[{t}] = a{t}" for t in range(c)))
+    namespace = {}
+    exec(src, namespace)
+    return njit(nogil=True, fastmath=_NO_REASSOC)(namespace["row"])
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def laplacian_rows(indptr, indices, data, d, x, halo, out):
-    """Several columns: ``out[i] = d[i] x[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
+def _row_loop(i, indptr, indices, data, d, v, acc):
+    """:func:`row_kernel` for many columns. A private accumulator: writing through the output
+    array would force a store per term, as numba cannot tell that it does not overlap ``v``."""
+    di = d[i]
+    for t in range(acc.size):
+        acc[t] = di * v[i, t]
+    for p in range(indptr[i], indptr[i + 1]):
+        j = indices[p]
+        w = data[p]
+        for t in range(acc.size):
+            acc[t] -= w * v[j, t]
+
+
+@njit(nogil=True)
+def laplacian_rows(row, indptr, indices, data, d, v, out):
+    """Several columns: ``out[i] = d[i] v[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
 
     Parameters
     ----------
+    row : the :func:`row_kernel` for ``c`` columns
     indptr, indices, data : CSR arrays of the block's ``A`` (``n_b x (n_b + n_halo)``),
         index arrays as unsigned views
     d : ndarray of shape (n_b,)
-    x : ndarray of shape (n_b, c), C-contiguous
-    halo : ndarray of shape (n_halo, c), C-contiguous
+    v : ndarray of shape (n_b + n_halo, c), C-contiguous
     out : ndarray of shape (n_b, c), written
     """
-    n_b, c = x.shape
+    n_b, c = out.shape
     acc = np.empty(c)
     for i in range(n_b):
-        _laplacian_row(i, indptr, indices, data, d, x, halo, acc)
-        o = out[i]
+        row(i, indptr, indices, data, d, v, acc)
         for t in range(c):
-            o[t] = acc[t]
+            out[i, t] = acc[t]
 
 
-def _stack(pieces, c):
-    if not pieces:
-        return np.empty((0, c))
-    return np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.vstack(pieces),
-                                dtype=np.float64)
+def _stacked(x, pieces):
+    """``[x; pieces...]`` as one C-contiguous float64 array (the kernels read it by row index
+    alone, without a branch per non-zero between ``x`` and the halo)."""
+    return np.ascontiguousarray(np.vstack([x, *pieces]) if pieces else x, dtype=np.float64)
 
 
 def apply_rows(A, d, x, pieces):
     """``d * x - A [x; pieces...]`` for a CSR block ``A`` (float64, int32 or int64 indices)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
     c = x.shape[1]
     d = np.asarray(d, dtype=np.float64)
-    out = np.empty_like(x)
+    out = np.empty((x.shape[0], c))
     indptr, indices = unsigned_index(A.indptr), unsigned_index(A.indices)
+    v = _stacked(x, [np.asarray(p, np.float64).reshape(-1, c) for p in pieces])
     if c == 1:
-        v = np.concatenate([x.ravel(), *[np.asarray(p, np.float64).ravel() for p in pieces]])
-        laplacian_column(indptr, indices, A.data, d, v, out.ravel())
-        return out
-    laplacian_rows(indptr, indices, A.data, d, x, _stack(pieces, c), out)
+        laplacian_column(indptr, indices, A.data, d, v.ravel(), out.ravel())
+    else:
+        laplacian_rows(row_kernel(c), indptr, indices, A.data, d, v, out)
     return out
 
 
 def apply_finish(A, d, x, pieces, gamma, a, pv, r, q):
     """:func:`laplacian_finish` on a CSR block: fills ``q``, returns ``(pv.q, r.q, q.q)``."""
-    sums = np.empty((3, x.shape[1]))
-    laplacian_finish(unsigned_index(A.indptr), unsigned_index(A.indices), A.data,
-                     np.asarray(d, dtype=np.float64), x, _stack(pieces, x.shape[1]), gamma,
-                     a, pv, r, q, sums)
+    c = x.shape[1]
+    sums = np.empty((3, c))
+    laplacian_finish(row_kernel(c), unsigned_index(A.indptr), unsigned_index(A.indices),
+                     A.data, np.asarray(d, dtype=np.float64), _stacked(x, pieces), gamma, a,
+                     pv, r, q, sums)
     return sums[0], sums[1], sums[2]
 
 
@@ -122,16 +155,17 @@ def cg_update(x, r, p, q, alpha, beta, active, rr):
             rr[t] += ri * ri
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def laplacian_finish(indptr, indices, data, d, x, halo, gamma, a, pv, r, q, sums):
-    """``q = gamma (d x - A [x; halo]) + a pv`` (the last step of the CG product
-    ``q = (gamma L^p + diag(a)) pv``: ``x = L^(p-1) pv``) and the column sums ``sums[0] = pv.q``,
-    ``sums[1] = r.q``, ``sums[2] = q.q``, in one pass over the rows."""
-    n_b, c = x.shape
+@njit(nogil=True, fastmath=True)
+def laplacian_finish(row, indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
+    """``q = gamma (d x - A v) + a pv`` with ``v = [x; halo]`` (the last step of the CG
+    product ``q = (gamma L^p + diag(a)) pv``: ``x = L^(p-1) pv``) and the column sums
+    ``sums[0] = pv.q``, ``sums[1] = r.q``, ``sums[2] = q.q``, in one pass over the rows.
+    ``row``: the :func:`row_kernel` for ``c`` columns."""
+    n_b, c = q.shape
     sums[:] = 0.0
     acc = np.empty(c)
     for i in range(n_b):
-        _laplacian_row(i, indptr, indices, data, d, x, halo, acc)
+        row(i, indptr, indices, data, d, v, acc)
         ai = a[i, 0]
         for t in range(c):
             qi = gamma * acc[t] + ai * pv[i, t]
