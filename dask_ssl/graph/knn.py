@@ -101,11 +101,14 @@ def prepare_rows(X, metric: str):
             X.data *= np.repeat(scale, np.diff(X.indptr)).astype(np.float32)
         return (X.indptr.astype(np.int64), X.indices.astype(np.int32),
                 np.ascontiguousarray(X.data, dtype=np.float32))
+    if metric != "cosine":
+        # read in place when the rows already are float32 C-order: an index holds its rows as
+        # long as it lives, and a copy doubled a worker's data
+        return np.ascontiguousarray(X, dtype=np.float32)
     X = np.array(X, dtype=np.float32, order="C", copy=True)
-    if metric == "cosine":
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
-        X *= np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)[:, None].astype(
-            np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    X *= np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)[:, None].astype(
+        np.float32)
     return X
 
 
@@ -175,7 +178,12 @@ def _search_graph(ind, n):
     key = np.unique(np.concatenate([rows * n + cols, cols * n + rows]))
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(key // n, minlength=n), out=ptr[1:])
-    return ptr, (key % n).astype(np.int64)
+    return ptr, (key % n).astype(_index_dtype(n))
+
+
+def _index_dtype(n):
+    """Row numbers within a block: int32 halves an index's neighbour arrays."""
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _build_index(i, X, keep, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed):
@@ -205,7 +213,7 @@ def _build_index(i, X, keep, metric, K, n_trees, leaf_size, max_candidates, n_it
                                 int(rng.randint(2**31 - 1)))
         nnd.sort_heaps(ind, dst)
     ptr, adj = _search_graph(ind, n)
-    return BlockIndex(A, ind, dst, ptr, adj, tree, metric, int(n_iter))
+    return BlockIndex(A, ind.astype(_index_dtype(n)), dst, ptr, adj, tree, metric, int(n_iter))
 
 
 def _own_neighbors(index, k, offset):
