@@ -54,7 +54,7 @@ def row_kernel(c):
 
     Up to :data:`MAX_UNROLLED` columns the kernel is generated with one scalar accumulator per
     column, which LLVM keeps in registers and packs into SIMD lanes; a loop over the columns
-    sent every term through memory (2-4x slower for c = 2-4, measured on 494 k-row graphs).
+    sent every term through memory (1.2-2.5x slower for c = 2-8 on 494 k-row graphs).
     Not reassociated: with reassociation LLVM vectorized the loop over a row's non-zeros with
     gathers instead.
     """
