@@ -9,7 +9,7 @@ import numpy as np
 from ..linalg import workerstate
 from ..linalg.mfn import final_outputs
 from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_objective,
-                    tsvm_objective_parts, ws_get, ws_unlabeled_outputs)
+                    tsvm_objective_parts, ws_labels, ws_unlabeled_outputs)
 from .base import LinearSSLClassifier
 from .l2svm import init_blocks
 
@@ -306,7 +306,7 @@ class TSVMDriver:
                "r": self.r}
         arrays = {"w": np.zeros(0) if self.w is None else np.asarray(self.w, dtype=np.float64)}
         if self.stage > 0:
-            arrays["yt"] = np.concatenate(self.blocks.call(ws_get, self.token, "yt")).astype(np.int8)
+            arrays["yt"] = np.concatenate(self.blocks.call(ws_labels, self.token))
         return doc, arrays
 
     def restore(self, doc: dict, arrays: dict):
@@ -326,7 +326,7 @@ class TSVMDriver:
                             per_block=[(yt[s],) for s in self.blocks.block_slices()])
 
     def result(self) -> dict:
-        yt = np.concatenate(self.blocks.call(ws_get, self.token, "yt"))
+        yt = np.concatenate(self.blocks.call(ws_labels, self.token)).astype(np.float64)
         last = self.history[-1]
         return {"w": self.w, "objective": last["objective"], "n_iter": self.stage,
                 "history": self.history, "transduction": np.where(self.y != 0, self.y, yt)}
