@@ -42,9 +42,9 @@ def _set_send(i, W, send, token):
     workerstate.get(token, i)["send"] = send
 
 
-def _finish_setup(i, W, pieces, token):
+def _finish_setup(i, W, pieces, token, normalized):
     st = workerstate.get(token, i)
-    if st.pop("normalized"):
+    if normalized:
         full = np.concatenate([st["deg"], *pieces])
         inv = np.zeros_like(full)
         np.divide(1.0, np.sqrt(full), out=inv, where=full > 0)
@@ -62,10 +62,8 @@ def _send_rows(i, W, token, values):
     return {b: values[rows] for b, rows in workerstate.get(token, i)["send"].items()}
 
 
-def _degree_send_rows(i, W, token, normalized):
-    st = workerstate.get(token, i)
-    st["normalized"] = normalized
-    return _send_rows(i, W, token, st["deg"])
+def _degree_send_rows(i, W, token):
+    return _send_rows(i, W, token, workerstate.get(token, i)["deg"])
 
 
 def apply_block(i, token, x, pieces):
@@ -147,8 +145,8 @@ class LaplacianOperator:
         W.map(_set_send, self.token, per_block=[({b: needs[b][c] for b in range(W.n_blocks)
                                                    if c in needs[b]},)
                                                   for c in range(W.n_blocks)])
-        degree_halos = W.call(_degree_send_rows, self.token, self.normalized)
-        W.call(_finish_setup, self.token, per_block=self._halos(degree_halos))
+        degree_halos = W.call(_degree_send_rows, self.token)
+        W.call(_finish_setup, self.token, self.normalized, per_block=self._halos(degree_halos))
 
     def _halos(self, send_rows):
         """Per block, its halo pieces (ascending source) from every block's send rows."""
