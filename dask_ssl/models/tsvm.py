@@ -76,8 +76,7 @@ def _candidates(o, yt, limit):
 def epi_candidates(i, X, st, limit):
     """This block's first ``limit`` switching candidates and the TSVM objective parts at the
     current outputs."""
-    return (_candidates(st["o"], st["yt"], limit),
-            tsvm_objective_parts(st))
+    return _candidates(st["o"], st["yt"], limit), tsvm_objective_parts(st)
 
 
 def ws_candidates(i, X, token, max_pairs):
