@@ -4,10 +4,12 @@
     python benchmarks/bench_graph.py transduction --rows 100000 --labeled 0.01
 
 ``laplacian``: a kNN-like random graph (10 neighbours a row drawn within a window, so that row
-order carries locality, and a shuffled copy without it), split over a 2-worker LocalCluster.
-Throughput of the per-block kernel ``d x - A v`` (the work of a product) and of whole products
-through the workers, against the copy bandwidth of NumPy measured in the same run; bytes a
-product exchanges with halos against sending every block the rest of the vector.
+order carries locality), a shuffled copy without it, and the kNN graph of KDD99 (k = 10, heat
+weights), each split over a 2-worker LocalCluster. Throughput of the per-block kernel
+``d x - A v`` (the work of a product) on the operator's first block, in the operator's row order
+and in the data's, and of whole products through the workers, against the copy bandwidth of
+NumPy measured in the same run; bytes a product exchanges with halos against sending every block
+the rest of the vector.
 
 ``transduction``: the KDD99 10% sample (attack vs normal), a fraction of rows labeled:
 GraphTransduction (approximate kNN graph on the workers + block CG) vs
@@ -25,6 +27,7 @@ import scipy.sparse as sp
 from dask_ssl.graph._products import apply_rows
 from dask_ssl.graph.laplacian import LaplacianOperator
 from dask_ssl.graph.weights import Graph
+from dask_ssl.linalg import workerstate
 
 from _common import KDD99, local_cluster
 
@@ -67,29 +70,61 @@ def kernel_rate(A, d, v, n_b, repeats=5, kernel="numba"):
     return A.nnz / best, touched / best / 1e9
 
 
+def _operator_block(i, W, token):
+    """The operator's matrix and diagonal of block ``i`` (rows in the block's order)."""
+    st = workerstate.get(token, i)
+    return st["A"], st["d"]
+
+
+def _data_order_block(G, n_b):
+    """Block 0 of ``G`` as the operator would hold it without reordering its rows."""
+    block = G[:n_b]
+    halo = np.unique(block.indices[block.indices >= n_b])
+    local = np.where(block.indices < n_b, block.indices, n_b + np.searchsorted(halo, block.indices))
+    return sp.csr_matrix((block.data, local, block.indptr), shape=(n_b, n_b + halo.size))
+
+
+def laplacian_graphs(args, client, rng):
+    """(name, scipy W, Graph) for each graph of ``--graphs``."""
+    for name in args.graphs:
+        if name == "kdd99":
+            if not KDD99.exists():
+                print(f"kdd99: skipped, {KDD99} not found")
+                continue
+            from dask_ssl.data.kdd99 import read_kdd99
+            from dask_ssl.graph.weights import knn_graph
+            from dask_ssl.linalg import RowBlocks
+
+            X = sp.csr_matrix(read_kdd99(KDD99)[0]).toarray().astype(np.float32)[:args.rows]
+            graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=2), 10,
+                              random_state=0)
+            yield "KDD99 kNN", graph.to_scipy(), graph
+            continue
+        W = local_graph(args.rows, 10, 2000, rng)
+        if name == "shuffled":
+            perm = rng.permutation(args.rows)
+            W = W[perm][:, perm].tocsr()
+        yield name, W, Graph.from_scipy(W, client=client, n_blocks=2)
+
+
 def bench_laplacian(args, client):
     bw = copy_bandwidth()
     print(f"NumPy copy bandwidth: {bw:.2f} GB/s (one core)")
     rng = np.random.default_rng(0)
-    W = local_graph(args.rows, 10, 2000, rng)
-    perm = rng.permutation(args.rows)
     print("| graph | cols | kernel | Mnnz/s | GB/s | % of copy | product ms (workers) "
           "| halo MB | broadcast MB |")
-    for name, G in (("row-local", W), ("shuffled", W[perm][:, perm].tocsr())):
-        graph = Graph.from_scipy(G, client=client, n_blocks=2)
+    for name, G, graph in laplacian_graphs(args, client, rng):
         op = LaplacianOperator(graph, normalized=True)
         n_b = int(graph.W.sizes[0])
-        block = G[:n_b]
-        halo = np.unique(block.indices[block.indices >= n_b])
-        local = np.where(block.indices < n_b, block.indices,
-                         n_b + np.searchsorted(halo, block.indices))
-        A = sp.csr_matrix((block.data, local, block.indptr), shape=(n_b, n_b + halo.size))
-        d = np.ones(n_b)
+        A, d = graph.W.call(_operator_block, op.token)[0]
+        # The same block in the data's row order, to show what the block order buys.
+        A_data = _data_order_block(G, n_b)
         for c in args.cols:
-            v = rng.standard_normal((n_b + halo.size, c))
+            v = rng.standard_normal((A.shape[1], c))
             rates = {kern: kernel_rate(A, d, v, n_b, kernel=kern) for kern in ("scipy", "numba")}
+            rates["numba, data order"] = kernel_rate(A_data, d, v, n_b)
             store = op.new_store()
-            op.scatter(store, "x", rng.standard_normal((args.rows, c)))
+            op.scatter(store, "x", rng.standard_normal((graph.n_rows, c)))
             op.apply(store, "x", "y")  # compile / warm
             t = time.perf_counter()
             for _ in range(args.repeats):
@@ -152,6 +187,10 @@ def main():
     ap.add_argument("what", choices=["laplacian", "transduction"])
     ap.add_argument("--rows", type=int, default=494021)
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--graphs", nargs="+", default=["row-local", "shuffled", "kdd99"],
+                    choices=["row-local", "shuffled", "kdd99"],
+                    help="laplacian: synthetic graphs and/or the kNN graph of KDD99's first "
+                         "--rows rows")
     ap.add_argument("--cols", type=int, nargs="+", default=[1, 4, 16, 64],
                     help="right-hand sides per product (classes x hyperparameter values)")
     ap.add_argument("--labeled", type=float, default=0.01)

@@ -95,6 +95,31 @@ def test_halo_exchange_moves_less_than_broadcast_on_local_graphs(client):
     op.close()
 
 
+def _own_bandwidth(i, W, token):
+    from dask_ssl.linalg import workerstate
+
+    A = workerstate.get(token, i)["A"].tocoo()
+    own = A.col < A.shape[0]
+    return int(np.abs(A.row[own] - A.col[own]).max())
+
+
+def test_blocks_keep_rows_in_a_bandwidth_reducing_order(client):
+    """A path graph whose rows are shuffled: inside each block the operator puts the path's
+    pieces back in order (bandwidth 1), and products still match the dense Laplacian."""
+    n = 400
+    perm = np.random.default_rng(3).permutation(n)
+    path = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], format="csr")
+    W = path[perm][:, perm].tocsr()
+    graph = Graph.from_scipy(W, client=client, n_blocks=2)
+    op = LaplacianOperator(graph, normalized=False)
+    try:
+        assert graph.W.call(_own_bandwidth, op.token) == [1, 1]
+        V = np.random.default_rng(4).standard_normal((n, 2))
+        np.testing.assert_allclose(op.matmat(V), laplacian(W.toarray()) @ V, atol=1e-12)
+    finally:
+        op.close()
+
+
 def _directed_knn(X, k):
     from sklearn.neighbors import NearestNeighbors
 

@@ -10,6 +10,11 @@ scheduler (a pick task per block pair, a product task per block) a 494 k-row pro
 about 60 ms, most of it scheduling. The matrices and the vectors stay in the worker processes
 (:mod:`dask_ssl.linalg.workerstate`); if a worker is replaced its state is gone and the next
 product raises :class:`StateLost`.
+
+Inside a block, rows are kept in reverse Cuthill-McKee order of the block's own graph, the vectors
+on the workers too (:func:`to_inner`, :func:`to_outer` convert at the edges): in the order of
+the data, a row's neighbours are scattered over the block and a product's reads of ``x`` miss
+the cache (on the KDD99 kNN graph the one-column kernel ran 1.3x faster in this order).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import uuid
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+
 from ..linalg import workerstate
 from ._products import apply_finish, apply_rows
 from .weights import Graph
@@ -29,17 +36,41 @@ def _setup(i, W, offset, offsets, token):
     halo = np.unique(cols[~own])
     local = np.where(own, cols - offset, n_b + np.searchsorted(halo, cols))
     Wl = sp.csr_matrix((W.data, local, W.indptr), shape=(n_b, n_b + halo.size))
+    # The block works in its own row order (see ``order``): neighbours close together in
+    # memory make the products' reads of [x; halo] cache hits.
+    order = reverse_cuthill_mckee(Wl[:, :n_b].tocsr(), symmetric_mode=True).astype(np.int64)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(n_b)
+    Wl = Wl[order][:, np.concatenate([order, np.arange(n_b, n_b + halo.size)])].tocsr()
     src = np.searchsorted(offsets, halo, side="right") - 1
     # halo is sorted, so its entries are grouped by source block in ascending order: pieces
     # stacked by ascending source line up with Wl's halo columns.
     sources = [int(c) for c in np.unique(src)]
-    workerstate.put(token, i, {"W": Wl, "deg": np.asarray(W.sum(axis=1)).ravel(),
-                               "sources": sources, "send": {}})
+    workerstate.put(token, i, {"W": Wl, "deg": np.asarray(Wl.sum(axis=1)).ravel(),
+                               "order": order, "rank": rank, "sources": sources, "send": {}})
     return {c: halo[src == c] - offsets[c] for c in sources}
 
 
 def _set_send(i, W, send, token):
-    workerstate.get(token, i)["send"] = send
+    st = workerstate.get(token, i)
+    st["send"] = {b: st["rank"][rows] for b, rows in send.items()}
+
+
+def to_inner(i, token, X):
+    """Block ``i``'s rows of ``X`` (in the data's order) in the operator's order for the block."""
+    return np.asarray(X)[workerstate.get(token, i)["order"]]
+
+
+def to_outer(i, token, X):
+    """Inverse of :func:`to_inner`."""
+    out = np.empty_like(X)
+    out[workerstate.get(token, i)["order"]] = X
+    return out
+
+
+def inner_rows(i, token, rows):
+    """Positions, in the operator's order, of block ``i``'s rows ``rows`` (data order)."""
+    return workerstate.get(token, i)["rank"][rows]
 
 
 def _finish_setup(i, W, pieces, token, normalized):
@@ -91,17 +122,17 @@ def _product_step(i, W, pieces, token, store, src, dst, send):
     return _send_rows(i, W, token, s[dst]) if send else None
 
 
-def _put(i, W, value, vec_token, slot):
-    workerstate.get(vec_token, i)[slot] = np.asarray(value, dtype=np.float64).reshape(
-        W.shape[0], -1)
+def _put(i, W, value, token, vec_token, slot):
+    workerstate.get(vec_token, i)[slot] = to_inner(i, token, np.asarray(
+        value, dtype=np.float64).reshape(W.shape[0], -1))
 
 
 def _new_store(i, W, vec_token):
     workerstate.put(vec_token, i, {})
 
 
-def _get(i, W, vec_token, slot):
-    return workerstate.get(vec_token, i)[slot]
+def _get(i, W, token, vec_token, slot):
+    return to_outer(i, token, workerstate.get(vec_token, i)[slot])
 
 
 def _drop(token):
@@ -166,11 +197,11 @@ class LaplacianOperator:
     def scatter(self, store: str, slot: str, X) -> None:
         """Send row blocks of an ``n x c`` array into ``slot`` of ``store``."""
         X = np.asarray(X, dtype=np.float64)
-        self.W.call(_put, store, slot, per_block=[(X[s],) for s in self.W.block_slices()])
+        self.W.call(_put, self.token, store, slot, per_block=[(X[s],) for s in self.W.block_slices()])
 
     def gather(self, store: str, slot: str) -> np.ndarray:
         """``slot`` of ``store`` from all blocks, stacked (n x c)."""
-        return np.vstack(self.W.call(_get, store, slot))
+        return np.vstack(self.W.call(_get, self.token, store, slot))
 
     # products ----------------------------------------------------------------------------
     def apply(self, store: str, src: str, dst: str) -> None:

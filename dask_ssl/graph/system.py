@@ -22,19 +22,21 @@ import numpy as np
 from ..linalg import workerstate
 from ..linalg.block_cg import Reductions
 from ._products import cg_update
-from .laplacian import LaplacianOperator, apply_block, finish_block
+from .laplacian import (LaplacianOperator, apply_block, finish_block, inner_rows, to_inner,
+                        to_outer)
 
 
 def _colsum(u, v):
     return np.einsum("ij,ij->j", u, v)
 
 
-def _load(i, W, b, a, x, send, store):
-    workerstate.put(store, i, {"b": b, "a": a, "x": x, "send": send})
+def _load(i, W, b, a, x, send, store, token):
+    workerstate.put(store, i, {"b": to_inner(i, token, b), "a": to_inner(i, token, a),
+                               "x": to_inner(i, token, x), "send": inner_rows(i, token, send)})
 
 
-def _get(i, W, store, slot):
-    return workerstate.get(store, i)[slot]
+def _get(i, W, store, slot, token):
+    return to_outer(i, token, workerstate.get(store, i)[slot])
 
 
 def _head_plain(s):
@@ -110,8 +112,8 @@ class GraphSystem:
                       for b in range(nb)]
         self.store = "cg-" + uuid.uuid4().hex[:12]
         sl = W.block_slices()
-        W.call(_load, self.store, per_block=[(B[s], a[s], X0[s].copy(), self.send[c])
-                                             for c, s in enumerate(sl)])
+        W.call(_load, self.store, op.token,
+               per_block=[(B[s], a[s], X0[s], self.send[c]) for c, s in enumerate(sl)])
         self._x_send = [X0[s][self.send[c]] for c, s in enumerate(sl)]
         self._b_send = [B[s][self.send[c]] for c, s in enumerate(sl)]
 
@@ -175,7 +177,7 @@ class GraphSystem:
 
     def solution(self) -> np.ndarray:
         """The current ``X``, gathered (n x c)."""
-        return np.vstack(self.W.call(_get, self.store, "x"))
+        return np.vstack(self.W.call(_get, self.store, "x", self.op.token))
 
     def close(self) -> None:
         """Free the vectors on the workers."""
