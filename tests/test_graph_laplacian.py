@@ -120,6 +120,29 @@ def test_blocks_keep_rows_in_a_bandwidth_reducing_order(client):
         op.close()
 
 
+def test_metis_blocks_separate_interleaved_components(client):
+    """Two components whose rows alternate: blocks in row order exchange half the vector per
+    product; re-split by METIS they exchange nothing, and products are unchanged."""
+    rng = np.random.default_rng(5)
+    half = _random_graph(150, rng)
+    W = sp.block_diag([half, _random_graph(150, rng)]).tocsr()
+    alternate = np.argsort(np.r_[np.arange(0, 300, 2), np.arange(1, 300, 2)])
+    W = W[alternate][:, alternate].tocsr()
+    graph = Graph.from_scipy(W, client=client, n_blocks=2)
+    plain = LaplacianOperator(graph, normalized=True)
+    split = LaplacianOperator(graph, normalized=True, p=2, partition="metis")
+    try:
+        assert plain.halo_sizes.min() > 50
+        assert list(split.halo_sizes) == [0, 0]
+        assert sorted(split.order) == list(range(300)) and list(split.W.sizes) == [150, 150]
+        V = rng.standard_normal((300, 3))
+        L = laplacian(W.toarray(), normed=True)
+        np.testing.assert_allclose(split.matmat(V), L @ L @ V, atol=1e-10)
+    finally:
+        plain.close()
+        split.close()
+
+
 def _directed_knn(X, k):
     from sklearn.neighbors import NearestNeighbors
 

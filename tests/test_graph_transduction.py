@@ -30,9 +30,9 @@ def _one_label_per_class(y, seed=0):
     return ys
 
 
-def _distributed_solve(graph, normalized, power, gamma, a, B, X0=None):
+def _distributed_solve(graph, normalized, power, gamma, a, B, X0=None, partition=None):
     """Block CG on the workers to tol 1e-9; returns the result and the gathered solution."""
-    op = LaplacianOperator(graph, normalized=normalized, p=power)
+    op = LaplacianOperator(graph, normalized=normalized, p=power, partition=partition)
     system = GraphSystem(op, gamma, a, B, X0=X0)
     try:
         return block_cg(system, tol=1e-9, maxiter=2000), system.solution()
@@ -41,7 +41,8 @@ def _distributed_solve(graph, normalized, power, gamma, a, B, X0=None):
         op.close()
 
 
-def test_distributed_block_cg_equals_dense_solve(client, moons):
+@pytest.mark.parametrize("partition", [None, "metis"])
+def test_distributed_block_cg_equals_dense_solve(client, moons, partition):
     X, _ = moons
     graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=3), 8)
     W = graph.to_scipy().toarray()
@@ -49,7 +50,7 @@ def test_distributed_block_cg_equals_dense_solve(client, moons):
     B = np.random.default_rng(1).standard_normal((400, 3)) * (a[:, None] == 1)
     B[:, 2] = 0.0  # a zero right-hand side converges at once and must stay zero
     A = 0.3 * np.linalg.matrix_power(laplacian(W, normed=True), 2) + np.diag(a)
-    res, X_cg = _distributed_solve(graph, True, 2, 0.3, a, B)
+    res, X_cg = _distributed_solve(graph, True, 2, 0.3, a, B, partition=partition)
     assert res.converged.all() and res.n_iter[2] == 0
     np.testing.assert_allclose(X_cg, np.linalg.solve(A, B), atol=1e-7)
 
@@ -126,6 +127,7 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     ({"metric": "l1"}, "metric"),
     ({"unlabeled_weight": -1.0}, "unlabeled_weight"),
     ({"n_neighbors": 30}, "smaller than the number of rows"),
+    ({"partition": "spectral"}, "partition must be one of"),
 ])
 def test_bad_parameters(client, change, message):
     X = np.random.default_rng(0).random((30, 2))

@@ -27,6 +27,7 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ..linalg import workerstate
 from ._products import apply_finish, apply_rows
+from .partition import check_partition, min_cut_order, reblock
 from .weights import Graph
 
 def _setup(i, W, offset, offsets, token):
@@ -149,9 +150,18 @@ class LaplacianOperator:
         ``D^-1/2 (D - W) D^-1/2`` (the seeds' experiments) instead of ``D - W``.
     p : int
         Power of ``L`` (the seeds' iterated Laplacian ``M = L^p``).
+    partition : {None, "metis"}
+        None: the blocks of ``graph``. ``"metis"``: as many blocks, re-split by a METIS minimum
+        edge cut (:mod:`dask_ssl.graph.partition`; the whole graph passes through the driver
+        once), so that products move fewer halo rows. Vectors in and out stay in the graph's
+        row order either way.
 
     Attributes
     ----------
+    W : RowBlocks
+        The blocks the operator works on (``graph.W``, or its re-split copy).
+    order : ndarray or None
+        With a re-split: ``order[k]`` is the graph row at position ``k`` of the blocks.
     halo_sizes : ndarray
         Halo entries each block receives per vector column and power step.
     sources : list of list of int
@@ -160,12 +170,22 @@ class LaplacianOperator:
         ``halo_rows[b][c]``: local rows of block ``c`` in block ``b``'s halo, ascending.
     """
 
-    def __init__(self, graph: Graph, *, normalized: bool = True, p: int = 1):
+    def __init__(self, graph: Graph, *, normalized: bool = True, p: int = 1, partition=None):
         if not isinstance(p, (int, np.integer)) or p < 1:
             raise ValueError(f"the Laplacian power p must be a positive integer, got {p!r}")
+        check_partition(partition)
         self.graph, self.normalized, self.p = graph, bool(normalized), int(p)
+        self.partition = partition
         self.W = W = graph.W
         self.client = W.client
+        self.order = None
+        if partition == "metis":
+            W_all = graph.to_scipy()
+            found = min_cut_order(W_all, W.n_blocks)
+            if found is not None:
+                self.order = found[0]
+                self.W = W = reblock(W_all, self.order, found[1], self.client)
+            del W_all
         self.token = "lap-" + uuid.uuid4().hex[:12]
         offsets = W.offsets
         needs = W.map(_setup, self.token, per_block=[(int(o), offsets) for o in offsets[:-1]])
@@ -183,6 +203,18 @@ class LaplacianOperator:
         """Per block, its halo pieces (ascending source) from every block's send rows."""
         return [([send_rows[c][b] for c in self.sources[b]],) for b in range(self.W.n_blocks)]
 
+    def to_block_order(self, X):
+        """Rows of ``X`` (graph order) in the order of the operator's blocks."""
+        return X if self.order is None else X[self.order]
+
+    def from_block_order(self, X):
+        """Inverse of :meth:`to_block_order`."""
+        if self.order is None:
+            return X
+        out = np.empty_like(X)
+        out[self.order] = X
+        return out
+
     # worker-side vector stores -------------------------------------------------------------
     def new_store(self) -> str:
         """A fresh per-block dictionary of vectors on the workers; returns its token."""
@@ -196,12 +228,12 @@ class LaplacianOperator:
 
     def scatter(self, store: str, slot: str, X) -> None:
         """Send row blocks of an ``n x c`` array into ``slot`` of ``store``."""
-        X = np.asarray(X, dtype=np.float64)
+        X = self.to_block_order(np.asarray(X, dtype=np.float64))
         self.W.call(_put, self.token, store, slot, per_block=[(X[s],) for s in self.W.block_slices()])
 
     def gather(self, store: str, slot: str) -> np.ndarray:
         """``slot`` of ``store`` from all blocks, stacked (n x c)."""
-        return np.vstack(self.W.call(_get, self.token, store, slot))
+        return self.from_block_order(np.vstack(self.W.call(_get, self.token, store, slot)))
 
     # products ----------------------------------------------------------------------------
     def apply(self, store: str, src: str, dst: str) -> None:

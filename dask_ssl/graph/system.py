@@ -97,11 +97,11 @@ class GraphSystem:
     def __init__(self, op: LaplacianOperator, gamma: float, a, B, X0=None):
         self.op, self.gamma = op, float(gamma)
         self.W = W = op.W
-        B = np.asarray(B, dtype=np.float64)
+        B = op.to_block_order(np.asarray(B, dtype=np.float64))
         self.n_cols = B.shape[1]
         self.seeded = X0 is not None
-        X0 = np.zeros_like(B) if X0 is None else np.asarray(X0, dtype=np.float64)
-        a = np.asarray(a, dtype=np.float64).reshape(-1, 1)
+        X0 = np.zeros_like(B) if X0 is None else op.to_block_order(np.asarray(X0, np.float64))
+        a = op.to_block_order(np.asarray(a, dtype=np.float64).reshape(-1, 1))
         nb = W.n_blocks
         # send[c]: rows of block c in any halo; where[b][c]: block b's halo rows from c, as
         # positions in send[c].
@@ -176,8 +176,9 @@ class GraphSystem:
         return self._finish(sum(heads), got)
 
     def solution(self) -> np.ndarray:
-        """The current ``X``, gathered (n x c)."""
-        return np.vstack(self.W.call(_get, self.store, "x", self.op.token))
+        """The current ``X``, gathered (n x c, the graph's row order)."""
+        return self.op.from_block_order(np.vstack(self.W.call(_get, self.store, "x",
+                                                              self.op.token)))
 
     def close(self) -> None:
         """Free the vectors on the workers."""

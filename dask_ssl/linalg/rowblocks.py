@@ -81,19 +81,24 @@ class RowBlocks:
 
     # construction -------------------------------------------------------------------------
     @classmethod
-    def from_array(cls, X, *, client: Client, n_blocks: int | None = None, y=None) -> "RowBlocks":
+    def from_array(cls, X, *, client: Client, n_blocks: int | None = None, y=None,
+                   sizes=None) -> "RowBlocks":
         """Split an in-memory NumPy/SciPy matrix (or a Dask array) into blocks on the workers.
 
-        ``n_blocks`` defaults to one block per worker thread.
+        ``n_blocks`` defaults to one block per worker thread; ``sizes`` (rows per block, in
+        order) sets the blocks instead.
         """
         import dask.array as da
 
         if isinstance(X, da.Array):
             return cls.from_dask_array(X, client=client, y=y)
         n = X.shape[0]
-        if n_blocks is None:
-            n_blocks = default_block_count(client)
-        sizes = _split_sizes(n, n_blocks)
+        if sizes is not None:
+            sizes = np.asarray(sizes, dtype=np.int64)
+            if sizes.sum() != n or (sizes <= 0).any():
+                raise ValueError(f"block sizes {sizes.tolist()} do not split {n} rows")
+        else:
+            sizes = _split_sizes(n, n_blocks or default_block_count(client))
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         sparse = sp.issparse(X)
         if sparse:

@@ -20,6 +20,7 @@ from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import check_knn_params, query_knn
 from ..graph.laplacian import LaplacianOperator
+from ..graph.partition import check_partition
 from ..graph.system import GraphSystem
 from ..graph.weights import Graph, check_graph_params, edge_weights, knn_graph
 from ..linalg import RowBlocks
@@ -56,6 +57,10 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         Use ``D^-1/2 L D^-1/2`` (the seeds' experiments) instead of ``L = D - W``.
     p : int, default 1
         Power of the Laplacian: ``M = L^p``.
+    partition : {"metis", None}, default "metis"
+        How block CG splits the graph's rows among the workers: ``"metis"`` re-splits them by a
+        minimum edge cut (:mod:`dask_ssl.graph.partition`), so that a pass moves few halo rows;
+        None keeps the data's blocks. The solution is the same up to round-off.
     unlabeled_weight : float, default 0.0
         mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
         reproduces LabelSpreading's fixed point.
@@ -91,9 +96,9 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, gamma_I=1.0, n_neighbors=10, metric="euclidean", weights="heat",
-                 t=None, symmetrize="max", normalized=True, p=1, unlabeled_weight=0.0,
-                 tol=1e-6, max_iter=2000, search_epsilon=0.1, unlabeled=-1, client=None,
-                 n_blocks=None, random_state=None):
+                 t=None, symmetrize="max", normalized=True, p=1, partition="metis",
+                 unlabeled_weight=0.0, tol=1e-6, max_iter=2000, search_epsilon=0.1,
+                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
         self.metric = metric
@@ -102,6 +107,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.symmetrize = symmetrize
         self.normalized = normalized
         self.p = p
+        self.partition = partition
         self.unlabeled_weight = unlabeled_weight
         self.tol = tol
         self.max_iter = max_iter
@@ -121,6 +127,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         _check_number("search_epsilon", self.search_epsilon, strict=False)
         check_knn_params(self.n_neighbors + 1, self.n_neighbors, self.metric)
         check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
+        check_partition(self.partition)
 
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
         """Build the graph (unless given) and solve for all classes.
@@ -163,7 +170,8 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         Ybar = np.zeros((n_rows, classes.size))
         Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
         fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
-        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p)
+        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
+                               partition=self.partition)
         system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init)
         try:
             result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
