@@ -114,11 +114,11 @@ def bench_laplacian(args, client):
     print("| graph | cols | kernel | Mnnz/s | GB/s | % of copy | product ms (workers) "
           "| halo MB | broadcast MB |")
     for name, G, graph in laplacian_graphs(args, client, rng):
-        op = LaplacianOperator(graph, normalized=True)
-        n_b = int(graph.W.sizes[0])
-        A, d = graph.W.call(_operator_block, op.token)[0]
+        op = LaplacianOperator(graph, normalized=True, partition=args.partition)
+        n_b = int(op.W.sizes[0])
+        A, d = op.W.call(_operator_block, op.token)[0]
         # The same block in the data's row order, to show what the block order buys.
-        A_data = _data_order_block(G, n_b)
+        A_data = _data_order_block(G if op.order is None else G[op.order][:, op.order], n_b)
         for c in args.cols:
             v = rng.standard_normal((A.shape[1], c))
             rates = {kern: kernel_rate(A, d, v, n_b, kernel=kern) for kern in ("scipy", "numba")}
@@ -191,6 +191,8 @@ def main():
                     choices=["row-local", "shuffled", "kdd99"],
                     help="laplacian: synthetic graphs and/or the kNN graph of KDD99's first "
                          "--rows rows")
+    ap.add_argument("--partition", choices=["none", "metis"], default="none",
+                    help="laplacian: keep the graph's blocks, or re-split them by METIS")
     ap.add_argument("--cols", type=int, nargs="+", default=[1, 4, 16, 64],
                     help="right-hand sides per product (classes x hyperparameter values)")
     ap.add_argument("--labeled", type=float, default=0.01)
@@ -198,6 +200,7 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--max-iter", type=int, default=2000, help="block-CG passes")
     args = ap.parse_args()
+    args.partition = None if args.partition == "none" else args.partition
     with local_cluster(2) as client:
         (bench_laplacian if args.what == "laplacian" else bench_transduction)(args, client)
 

@@ -161,3 +161,16 @@ def test_direct_call_combines_block_results_per_worker(client):
     assert len(per_block) == 5 and len(per_worker) == len(set(blocks.owners()))
     np.testing.assert_allclose(sum(per_worker), np.asarray(X.sum(axis=0)).ravel())
     np.testing.assert_allclose(sum(per_worker), sum(per_block))
+
+
+def test_blocks_of_given_sizes(client):
+    from dask_ssl.linalg import RowBlocks
+
+    X, _ = problem(True, n=300)
+    blocks = RowBlocks.from_array(X, client=client, sizes=[50, 200, 50])
+    assert list(blocks.sizes) == [50, 200, 50]
+    got = blocks.call(lambda i, Xi: Xi.shape[0])
+    assert got == [50, 200, 50]
+    for sizes in ([100, 100], [300, 0], [350, -50]):
+        with pytest.raises(ValueError, match="do not split 300 rows"):
+            RowBlocks.from_array(X, client=client, sizes=sizes)
