@@ -4,8 +4,8 @@
     python benchmarks/bench_graph.py transduction --rows 100000 --labeled 0.01
 
 ``laplacian``: a kNN-like random graph (10 neighbours a row drawn within a window, so that row
-order carries locality), a shuffled copy without it, and the kNN graph of KDD99 (k = 10, heat
-weights), each split over a 2-worker LocalCluster. Throughput of the per-block kernel
+order carries locality), a shuffled copy without it, the kNN graph of KDD99 (k = 10, heat
+weights) and, with ``--graphs rcv1``, the cosine kNN graph of RCV1-like text, each split over a 2-worker LocalCluster. Throughput of the per-block kernel
 ``d x - A v`` (the work of a product) on the operator's first block, in the operator's row order
 and in the data's, and of whole products through the workers, against the copy bandwidth of
 NumPy measured in the same run; bytes a product exchanges with halos against sending every block
@@ -100,6 +100,16 @@ def laplacian_graphs(args, client, rng):
                               random_state=0)
             yield "KDD99 kNN", graph.to_scipy(), graph
             continue
+        if name == "rcv1":
+            from dask_ssl.data.generators import rcv1_like
+            from dask_ssl.graph.weights import knn_graph
+            from dask_ssl.linalg import RowBlocks
+
+            X, _ = rcv1_like(n_rows=args.rcv1_rows, seed=0)
+            graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=2), 10,
+                              metric="cosine", weights="cosine", random_state=0)
+            yield f"RCV1-like kNN ({args.rcv1_rows} rows)", graph.to_scipy(), graph
+            continue
         W = local_graph(args.rows, 10, 2000, rng)
         if name == "shuffled":
             perm = rng.permutation(args.rows)
@@ -188,9 +198,10 @@ def main():
     ap.add_argument("--rows", type=int, default=494021)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--graphs", nargs="+", default=["row-local", "shuffled", "kdd99"],
-                    choices=["row-local", "shuffled", "kdd99"],
-                    help="laplacian: synthetic graphs and/or the kNN graph of KDD99's first "
-                         "--rows rows")
+                    choices=["row-local", "shuffled", "kdd99", "rcv1"],
+                    help="laplacian: synthetic graphs, the kNN graph of KDD99's first --rows "
+                         "rows, the cosine kNN graph of RCV1-like data")
+    ap.add_argument("--rcv1-rows", type=int, default=200000)
     ap.add_argument("--partition", choices=["none", "metis"], default="none",
                     help="laplacian: keep the graph's blocks, or re-split them by METIS")
     ap.add_argument("--cols", type=int, nargs="+", default=[1, 4, 16, 64],
