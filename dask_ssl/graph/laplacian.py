@@ -229,7 +229,8 @@ class LaplacianOperator:
     def scatter(self, store: str, slot: str, X) -> None:
         """Send row blocks of an ``n x c`` array into ``slot`` of ``store``."""
         X = self.to_block_order(np.asarray(X, dtype=np.float64))
-        self.W.call(_put, self.token, store, slot, per_block=[(X[s],) for s in self.W.block_slices()])
+        self.W.call(_put, self.token, store, slot,
+                    per_block=[(X[s],) for s in self.W.block_slices()])
 
     def gather(self, store: str, slot: str) -> np.ndarray:
         """``slot`` of ``store`` from all blocks, stacked (n x c)."""

@@ -18,6 +18,7 @@ PARTITIONS = (None, "metis")
 
 
 def check_partition(partition) -> None:
+    """Raise ``ValueError`` unless ``partition`` is one of :data:`PARTITIONS`."""
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
 
