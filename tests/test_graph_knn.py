@@ -111,3 +111,21 @@ def test_bad_parameters(client):
         build_knn(blocks, 20)
     with pytest.raises(ValueError, match="positive integer"):
         build_knn(blocks, 0)
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (50, 5), (2000, 15)])
+def test_search_graph_is_the_lists_plus_their_reverse_edges(n, k):
+    from dask_ssl.graph.knn import _search_graph
+
+    rng = np.random.default_rng(n)
+    ind = rng.integers(0, n, size=(n, k))
+    ind[rng.random((n, k)) < 0.2] = -1  # empty slots
+    ptr, adj = _search_graph(ind, n)
+    rows, cols = np.repeat(np.arange(n), k), ind.ravel()
+    ok = cols >= 0
+    M = sp.csr_matrix((np.ones(ok.sum()), (rows[ok], cols[ok])), shape=(n, n))
+    M = (M + M.T).tocsr()
+    M.sort_indices()
+    np.testing.assert_array_equal(ptr, M.indptr)
+    np.testing.assert_array_equal(adj, M.indices)
+    assert adj.dtype == np.int32

@@ -310,6 +310,51 @@ def sort_heaps(ind, dst):
 
 
 # ------------------------------------------------------------------------------------------
+# search graph: the kNN lists plus their reverse edges
+
+@njit(cache=True, nogil=True)
+def edge_counts(ind, n):
+    """``ptr`` of the search graph before repeats are removed: row ``i`` gets its list's valid
+    entries and one entry per list that holds ``i``."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(ind.shape[0]):
+        for t in range(ind.shape[1]):
+            j = ind[i, t]
+            if j >= 0:
+                ptr[i + 1] += 1
+                ptr[j + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    return ptr
+
+
+@njit(cache=True, nogil=True)
+def fill_edges(ind, ptr, adj):
+    """Fill ``adj`` (sized by :func:`edge_counts`) with each row's neighbours ascending and
+    without repeats, packed to the front; returns the packed ``ptr``."""
+    n = ptr.size - 1
+    pos = ptr[:-1].copy()
+    for i in range(ind.shape[0]):
+        for t in range(ind.shape[1]):
+            j = ind[i, t]
+            if j >= 0:
+                adj[pos[i]] = j
+                pos[i] += 1
+                adj[pos[j]] = i
+                pos[j] += 1
+    packed = np.zeros(n + 1, dtype=np.int64)
+    out = 0
+    for i in range(n):
+        row = np.sort(adj[ptr[i]:ptr[i + 1]])
+        for a in range(row.size):
+            if a == 0 or row[a] != row[a - 1]:
+                adj[out] = row[a]
+                out += 1
+        packed[i + 1] = out
+    return packed
+
+
+# ------------------------------------------------------------------------------------------
 # random-projection tree (split by which of two random pivot rows is nearer)
 
 @njit(cache=True, nogil=True)

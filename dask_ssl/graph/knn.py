@@ -171,14 +171,14 @@ class BlockIndex:
 
 
 def _search_graph(ind, n):
-    rows = np.repeat(np.arange(n, dtype=np.int64), ind.shape[1])
-    cols = ind.ravel()
-    ok = cols >= 0
-    rows, cols = rows[ok], cols[ok]
-    key = np.unique(np.concatenate([rows * n + cols, cols * n + rows]))
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(key // n, minlength=n), out=ptr[1:])
-    return ptr, (key % n).astype(_index_dtype(n))
+    """CSR ``(ptr, adj)`` of the lists ``ind`` plus their reverse edges, rows ascending.
+
+    Built in place in one array of two entries per edge: the former ``np.unique`` over
+    ``row * n + col`` keys took 137 s and 2.2 GB for 2.3 M rows with 15 neighbours."""
+    ptr = nnd.edge_counts(ind, n)
+    adj = np.empty(ptr[-1], dtype=_index_dtype(n))
+    ptr = nnd.fill_edges(ind, ptr, adj)
+    return ptr, adj[:ptr[-1]].copy()
 
 
 def _index_dtype(n):
