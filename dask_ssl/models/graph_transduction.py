@@ -60,7 +60,8 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
     partition : {"metis", None}, default "metis"
         How block CG splits the graph's rows among the workers: ``"metis"`` re-splits them by a
         minimum edge cut (:mod:`dask_ssl.graph.partition`), so that a pass moves few halo rows;
-        None keeps the data's blocks. The solution is the same up to round-off.
+        None keeps the data's blocks. Both solve the same system (in another summation order,
+        so the two agree to the CG tolerance, not bit for bit).
     unlabeled_weight : float, default 0.0
         mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
         reproduces LabelSpreading's fixed point.
