@@ -62,11 +62,16 @@ def to_inner(i, token, X):
     return np.asarray(X)[workerstate.get(token, i)["order"]]
 
 
+def _unpermute(X, order):
+    """``Y`` with ``Y[order] = X``: undoes ``X = Y[order]``."""
+    out = np.empty_like(X)
+    out[order] = X
+    return out
+
+
 def to_outer(i, token, X):
     """Inverse of :func:`to_inner`."""
-    out = np.empty_like(X)
-    out[workerstate.get(token, i)["order"]] = X
-    return out
+    return _unpermute(X, workerstate.get(token, i)["order"])
 
 
 def inner_rows(i, token, rows):
@@ -175,7 +180,6 @@ class LaplacianOperator:
             raise ValueError(f"the Laplacian power p must be a positive integer, got {p!r}")
         check_partition(partition)
         self.graph, self.normalized, self.p = graph, bool(normalized), int(p)
-        self.partition = partition
         self.W = W = graph.W
         self.client = W.client
         self.order = None
@@ -209,11 +213,7 @@ class LaplacianOperator:
 
     def from_block_order(self, X):
         """Inverse of :meth:`to_block_order`."""
-        if self.order is None:
-            return X
-        out = np.empty_like(X)
-        out[self.order] = X
-        return out
+        return X if self.order is None else _unpermute(X, self.order)
 
     # worker-side vector stores -------------------------------------------------------------
     def new_store(self) -> str:

@@ -22,8 +22,7 @@ import numpy as np
 from ..linalg import workerstate
 from ..linalg.block_cg import Reductions
 from ._products import cg_update
-from .laplacian import (LaplacianOperator, apply_block, finish_block, inner_rows, to_inner,
-                        to_outer)
+from .laplacian import LaplacianOperator, apply_block, finish_block, inner_rows, to_inner
 
 
 def _colsum(u, v):
@@ -34,9 +33,6 @@ def _load(i, W, b, a, x, send, store, token):
     workerstate.put(store, i, {"b": to_inner(i, token, b), "a": to_inner(i, token, a),
                                "x": to_inner(i, token, x), "send": inner_rows(i, token, send)})
 
-
-def _get(i, W, store, slot, token):
-    return to_outer(i, token, workerstate.get(store, i)[slot])
 
 
 def _head_plain(s):
@@ -177,8 +173,7 @@ class GraphSystem:
 
     def solution(self) -> np.ndarray:
         """The current ``X``, gathered (n x c, the graph's row order)."""
-        return self.op.from_block_order(np.vstack(self.W.call(_get, self.store, "x",
-                                                              self.op.token)))
+        return self.op.gather(self.store, "x")
 
     def close(self) -> None:
         """Free the vectors on the workers."""
