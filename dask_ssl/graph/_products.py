@@ -2,8 +2,8 @@
 
 SciPy's CSR-times-dense product needs ``[x; halo]`` stacked into one array first and a second
 pass for ``d * x``. Here each row is finished in one go, with the index arrays passed as
-unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`); several columns go through a
-row kernel compiled for their number (:func:`row_kernel`).
+unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`). Several columns go through
+kernels generated for their number (:func:`column_kernels`), at most :data:`WIDTH` at a time.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
+from numba import njit, typeof
+from numba.core import config
+from numba.core.compiler_lock import global_compiler_lock
 
 from ..linalg.kernels import unsigned_index
 
@@ -30,78 +32,94 @@ def laplacian_column(indptr, indices, data, d, v, out):
         out[i] = d[i] * v[i] - s
 
 
-#: Column counts with a generated row kernel (one scalar accumulator per column).
-MAX_UNROLLED = 8
-#: fastmath without reassociation
+#: Columns per generated kernel; more go through kernels for slices of this many. A pass over
+#: a slice still brings the whole rows of ``[x; halo]`` into cache: on the KDD99 kNN graph
+#: one pass of 16 columns ran 1.3x faster than two of 8, and four passes of 4 were 2.3x
+#: slower. Beyond 16 the accumulators no longer fit the registers.
+WIDTH = 16
+#: fastmath without reassociation: with it, LLVM vectorized the loop over a row's non-zeros
+#: with gathers instead of packing the columns.
 _NO_REASSOC = {"contract", "nnan", "ninf", "nsz", "arcp"}
 
-_ROW_SOURCE = """
-def row(i, indptr, indices, data, d, v, acc):
-    di = d[i]
+# One scalar accumulator per column ``t``: LLVM keeps them in registers, and its SLP
+# vectorizer packs them into SIMD lanes. A loop over the columns sent every term through
+# memory instead (1.2-2.5x slower).
+_ROW = """
+        di = d[i]
 {init}
-    for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        w = data[p]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            w = data[p]
 {update}
+"""
+
+_ROWS = """
+def rows(indptr, indices, data, d, v, out):
+    for i in range(out.shape[0]):
+{row}
 {store}
+"""
+
+_FINISH = """
+def finish(indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
+{zero}
+    for i in range(q.shape[0]):
+{row}
+        ai = a[i, 0]
+{finish}
+{total}
 """
 
 
 @functools.lru_cache(maxsize=None)
-def row_kernel(c):
-    """``acc = d[i] v[i] - sum_p data[p] v[indices[p]]`` for one row of ``v = [x; halo]``
-    (``n x c``), compiled for ``c`` columns.
+def column_kernels(start, stop):
+    """The kernels ``rows`` (:func:`apply_rows`) and ``finish`` (:func:`apply_finish`) for
+    the columns ``start:stop``, generated with one accumulator ``a{t}`` per column.
 
-    Up to :data:`MAX_UNROLLED` columns the kernel is generated with one scalar accumulator per
-    column, which LLVM keeps in registers and packs into SIMD lanes; a loop over the columns
-    sent every term through memory (1.2-2.5x slower for c = 2-8 on 494 k-row graphs).
-    Not reassociated: with reassociation LLVM vectorized the loop over a row's non-zeros with
-    gathers instead.
+    The columns are constants of the code: with a column offset passed in, numba's index
+    arithmetic kept LLVM from packing the loads of a row (4-5x slower).
     """
-    if c > MAX_UNROLLED:
-        return _row_loop
-    src = _ROW_SOURCE.format(
-        init="\n".join(f"    a{t} = di * v[i, {t}]" for t in range(c)),
-        update="\n".join(f"        a{t} -= w * v[j, {t}]" for t in range(c)),
-        store="\n".join(f"    acc[{t}] = a{t}" for t in range(c)))
+    cols = range(start, stop)
+    row = _ROW.format(init="\n".join(f"        a{t} = di * v[i, {t}]" for t in cols),
+                      update="\n".join(f"            a{t} -= w * v[j, {t}]" for t in cols))
+    finish = "\n".join(
+        f"        q{t} = gamma * a{t} + ai * pv[i, {t}]\n"
+        f"        q[i, {t}] = q{t}\n"
+        f"        pq{t} += pv[i, {t}] * q{t}\n"
+        f"        rq{t} += r[i, {t}] * q{t}\n"
+        f"        qq{t} += q{t} * q{t}" for t in cols)
+    zero = "\n".join(f"    pq{t} = rq{t} = qq{t} = 0.0" for t in cols)
+    total = "\n".join(f"    sums[0, {t}] = pq{t}\n    sums[1, {t}] = rq{t}\n    sums[2, {t}] = qq{t}"
+                       for t in cols)
     namespace = {}
-    exec(src, namespace)
-    return njit(nogil=True, fastmath=_NO_REASSOC)(namespace["row"])
+    exec(_ROWS.format(row=row, store="\n".join(f"        out[i, {t}] = a{t}" for t in cols)),
+         namespace)
+    exec(_FINISH.format(zero=zero, row=row, finish=finish, total=total), namespace)
+    jit = njit(nogil=True, fastmath=_NO_REASSOC)
+    return jit(namespace["rows"]), jit(namespace["finish"])
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def _row_loop(i, indptr, indices, data, d, v, acc):
-    """:func:`row_kernel` for many columns. A private accumulator: writing through the output
-    array would force a store per term, as numba cannot tell that it does not overlap ``v``."""
-    di = d[i]
-    for t in range(acc.size):
-        acc[t] = di * v[i, t]
-    for p in range(indptr[i], indptr[i + 1]):
-        j = indices[p]
-        w = data[p]
-        for t in range(acc.size):
-            acc[t] -= w * v[j, t]
+def _vectorized_call(kernel, *args):
+    """Call a generated kernel, compiled for these argument types with LLVM's SLP vectorizer.
 
-
-@njit(nogil=True)
-def laplacian_rows(row, indptr, indices, data, d, v, out):
-    """Several columns: ``out[i] = d[i] v[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
-
-    Parameters
-    ----------
-    row : the :func:`row_kernel` for ``c`` columns
-    indptr, indices, data : CSR arrays of the block's ``A`` (``n_b x (n_b + n_halo)``),
-        index arrays as unsigned views
-    d : ndarray of shape (n_b,)
-    v : ndarray of shape (n_b + n_halo, c), C-contiguous
-    out : ndarray of shape (n_b, c), written
+    numba switches that vectorizer off for all code (it miscompiled some programs, numba
+    PR 8852); these kernels need it to pack their accumulators (1.4-1.8x on 4-8 columns) and
+    are checked against dense products in the tests. The compiler lock keeps the switch from
+    reaching any other compilation.
     """
-    n_b, c = out.shape
-    acc = np.empty(c)
-    for i in range(n_b):
-        row(i, indptr, indices, data, d, v, acc)
-        for t in range(c):
-            out[i, t] = acc[t]
+    signature = tuple(typeof(a) for a in args)
+    if signature not in kernel.overloads:
+        with global_compiler_lock:
+            saved, config.SLP_VECTORIZE = config.SLP_VECTORIZE, 1
+            try:
+                kernel.compile(signature)
+            finally:
+                config.SLP_VECTORIZE = saved
+    return kernel(*args)
+
+
+def _slices(c):
+    return [slice(s, min(s + WIDTH, c)) for s in range(0, c, WIDTH)]
 
 
 def _stacked(x, pieces):
@@ -110,29 +128,27 @@ def _stacked(x, pieces):
     return np.ascontiguousarray(np.vstack([x, *pieces]) if pieces else x, dtype=np.float64)
 
 
-def apply_rows(A, d, x, pieces):
-    """``d * x - A [x; pieces...]`` for a CSR block ``A`` (float64, int32 or int64 indices)."""
+def _block_arrays(A, d, x, pieces):
     x = np.asarray(x, dtype=np.float64)
     c = x.shape[1]
-    d = np.asarray(d, dtype=np.float64)
-    out = np.empty((x.shape[0], c))
-    indptr, indices = unsigned_index(A.indptr), unsigned_index(A.indices)
-    v = _stacked(x, [np.asarray(p, np.float64).reshape(-1, c) for p in pieces])
-    if c == 1:
-        laplacian_column(indptr, indices, A.data, d, v.ravel(), out.ravel())
-    else:
-        laplacian_rows(row_kernel(c), indptr, indices, A.data, d, v, out)
-    return out
+    pieces = [np.asarray(p, np.float64).reshape(-1, c) for p in pieces]
+    return (unsigned_index(A.indptr), unsigned_index(A.indices), A.data,
+            np.asarray(d, dtype=np.float64), x, pieces)
 
 
-def apply_finish(A, d, x, pieces, gamma, a, pv, r, q):
-    """:func:`laplacian_finish` on a CSR block: fills ``q``, returns ``(pv.q, r.q, q.q)``."""
+def apply_rows(A, d, x, pieces):
+    """``d * x - A [x; pieces...]`` for a CSR block ``A`` (float64, int32 or int64 indices)."""
+    indptr, indices, data, d, x, pieces = _block_arrays(A, d, x, pieces)
     c = x.shape[1]
-    sums = np.empty((3, c))
-    laplacian_finish(row_kernel(c), unsigned_index(A.indptr), unsigned_index(A.indices),
-                     A.data, np.asarray(d, dtype=np.float64), _stacked(x, pieces), gamma, a,
-                     pv, r, q, sums)
-    return sums[0], sums[1], sums[2]
+    out = np.empty((x.shape[0], c))
+    v = _stacked(x, pieces)
+    if c == 1:
+        laplacian_column(indptr, indices, data, d, v.ravel(), out.ravel())
+        return out
+    for cols in _slices(c):
+        rows, _ = column_kernels(cols.start, cols.stop)
+        _vectorized_call(rows, indptr, indices, data, d, v, out)
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -155,21 +171,15 @@ def cg_update(x, r, p, q, alpha, beta, active, rr):
             rr[t] += ri * ri
 
 
-@njit(nogil=True, fastmath=True)
-def laplacian_finish(row, indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
-    """``q = gamma (d x - A v) + a pv`` with ``v = [x; halo]`` (the last step of the CG
-    product ``q = (gamma L^p + diag(a)) pv``: ``x = L^(p-1) pv``) and the column sums
-    ``sums[0] = pv.q``, ``sums[1] = r.q``, ``sums[2] = q.q``, in one pass over the rows.
-    ``row``: the :func:`row_kernel` for ``c`` columns."""
-    n_b, c = q.shape
-    sums[:] = 0.0
-    acc = np.empty(c)
-    for i in range(n_b):
-        row(i, indptr, indices, data, d, v, acc)
-        ai = a[i, 0]
-        for t in range(c):
-            qi = gamma * acc[t] + ai * pv[i, t]
-            q[i, t] = qi
-            sums[0, t] += pv[i, t] * qi
-            sums[1, t] += r[i, t] * qi
-            sums[2, t] += qi * qi
+def apply_finish(A, d, x, pieces, gamma, a, pv, r, q):
+    """``q = gamma (d x - A v) + a pv`` with ``v = [x; pieces...]`` (the last step of the CG
+    product ``q = (gamma L^p + diag(a)) pv``: ``x = L^(p-1) pv``), in one pass over the rows;
+    fills ``q`` and returns the column sums ``(pv.q, r.q, q.q)``."""
+    indptr, indices, data, d, x, pieces = _block_arrays(A, d, x, pieces)
+    c = x.shape[1]
+    sums = np.empty((3, c))
+    v = _stacked(x, pieces)
+    for cols in _slices(c):
+        _, finish = column_kernels(cols.start, cols.stop)
+        _vectorized_call(finish, indptr, indices, data, d, v, float(gamma), a, pv, r, q, sums)
+    return sums[0], sums[1], sums[2]
