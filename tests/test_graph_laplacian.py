@@ -28,8 +28,8 @@ def _random_graph(n, rng, isolated=()):
 
 @pytest.mark.parametrize("c", [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 35])
 def test_block_kernels_match_dense(c):
-    """A block's product and fused CG finish, on every kernel path: one column, a generated
-    kernel of each width (compiled with SLP vectorization) and slices of 16 columns beyond."""
+    """A block's product and fused CG finish, on every kernel path: a generated kernel of each
+    width (compiled with SLP vectorization) and slices of 16 columns beyond."""
     from dask_ssl.graph._products import apply_finish, apply_rows
 
     rng = np.random.default_rng(c)
@@ -47,6 +47,39 @@ def test_block_kernels_match_dense(c):
     np.testing.assert_allclose(q, q_expected, rtol=1e-12, atol=1e-12)
     for got, u in zip(sums, (pv, r, q_expected)):
         np.testing.assert_allclose(got, np.sum(u * q_expected, axis=0), rtol=1e-12)
+
+
+def test_products_fill_the_halo_in_place():
+    """A product's result has room for the halo: feeding it back (``L^2``), new halo values
+    through the same buffer and results written over earlier ones give the dense results."""
+    from dask_ssl.graph._products import apply_rows, with_room
+
+    rng = np.random.default_rng(3)
+    n_b, n_halo, c = 50, 20, 3
+    A = sp.random(n_b, n_b + n_halo, density=0.1, random_state=rng, format="csr")
+    d = rng.random(n_b) + 1.0
+    x = rng.standard_normal((n_b, c))
+    h1, h2, h3 = (rng.standard_normal((n_halo, c)) for _ in range(3))
+    dense = A.toarray()
+
+    def product(u, halo):
+        return d[:, None] * u - dense @ np.vstack([u, halo])
+
+    y = apply_rows(A, d, x, [h1])
+    assert with_room(A, y) is y
+    z = apply_rows(A, d, y, [h2[:5], h2[5:]])
+    np.testing.assert_allclose(z, product(product(x, h1), h2), rtol=1e-12, atol=1e-12)
+    # the halo rows are scratch: new values replace the previous product's; a previous
+    # result is overwritten when given as out, unless it is the input
+    again = apply_rows(A, d, y, [h3], out=z)
+    assert again is z
+    np.testing.assert_allclose(z, product(product(x, h1), h3), rtol=1e-12, atol=1e-12)
+    fresh = apply_rows(A, d, y, [h1], out=y)
+    assert not np.may_share_memory(fresh, y)
+    np.testing.assert_allclose(fresh, product(product(x, h1), h1), rtol=1e-12, atol=1e-12)
+    kept = with_room(A, x)
+    assert kept is not x and with_room(A, kept) is kept
+    np.testing.assert_array_equal(kept, x)
 
 
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])

@@ -2,8 +2,8 @@
 
 SciPy's CSR-times-dense product needs ``[x; halo]`` stacked into one array first and a second
 pass for ``d * x``. Here each row is finished in one go, with the index arrays passed as
-unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`). Several columns go through
-kernels generated for their number (:func:`column_kernels`), at most :data:`WIDTH` at a time.
+unsigned views (:func:`dask_ssl.linalg.kernels.unsigned_index`). The columns go through kernels
+generated for them (:func:`column_kernels`), at most :data:`WIDTH` at a time.
 """
 
 from __future__ import annotations
@@ -18,20 +18,6 @@ from numba.core.compiler_lock import global_compiler_lock
 from ..linalg.kernels import unsigned_index
 
 
-@njit(cache=True, nogil=True, fastmath=True)
-def laplacian_column(indptr, indices, data, d, v, out):
-    """One column: ``out[i] = d[i] v[i] - sum_p data[p] v[indices[p]]``, ``v = [x; halo]``.
-
-    (Stacking one column costs a copy of ``n_b + n_halo`` values, less than the branch per
-    non-zero that reading ``x`` and ``halo`` apart would take.)
-    """
-    for i in range(out.size):
-        s = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * v[indices[p]]
-        out[i] = d[i] * v[i] - s
-
-
 #: Columns per generated kernel; more go through kernels for slices of this many. A pass over
 #: a slice still brings the whole rows of ``[x; halo]`` into cache: on the KDD99 kNN graph
 #: one pass of 16 columns ran 1.3x faster than two of 8, and four passes of 4 were 2.3x
@@ -41,16 +27,27 @@ WIDTH = 16
 #: with gathers instead of packing the columns.
 _NO_REASSOC = {"contract", "nnan", "ninf", "nsz", "arcp"}
 
-# One scalar accumulator per column ``t``: LLVM keeps them in registers, and its SLP
-# vectorizer packs them into SIMD lanes. A loop over the columns sent every term through
-# memory instead (1.2-2.5x slower).
+# Scalar accumulators per column ``t``: LLVM keeps them in registers, and its SLP vectorizer
+# packs them into SIMD lanes. A loop over the columns sent every term through memory instead
+# (1.2-2.5x slower). Two sets, ``a{t}`` for even and ``b{t}`` for odd non-zeros of a row, halve
+# the chain of dependent multiply-adds that bounded 1-8 columns on the KDD99 kNN graph (1.1-1.25x).
 _ROW = """
         di = d[i]
 {init}
-        for p in range(indptr[i], indptr[i + 1]):
+        p = indptr[i]
+        end = indptr[i + 1]
+        while p + 1 < end:
             j = indices[p]
             w = data[p]
-{update}
+            k = indices[p + 1]
+            u = data[p + 1]
+{update2}
+            p += 2
+        if p < end:
+            j = indices[p]
+            w = data[p]
+{update1}
+{total}
 """
 
 _ROWS = """
@@ -74,14 +71,18 @@ def finish(indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
 @functools.lru_cache(maxsize=None)
 def column_kernels(start, stop):
     """The kernels ``rows`` (:func:`apply_rows`) and ``finish`` (:func:`apply_finish`) for
-    the columns ``start:stop``, generated with one accumulator ``a{t}`` per column.
+    the columns ``start:stop``, generated with two accumulators per column.
 
     The columns are constants of the code: with a column offset passed in, numba's index
     arithmetic kept LLVM from packing the loads of a row (4-5x slower).
     """
     cols = range(start, stop)
-    row = _ROW.format(init="\n".join(f"        a{t} = di * v[i, {t}]" for t in cols),
-                      update="\n".join(f"            a{t} -= w * v[j, {t}]" for t in cols))
+    row = _ROW.format(
+        init="\n".join(f"        a{t} = di * v[i, {t}]\n        b{t} = 0.0" for t in cols),
+        update2="\n".join(f"            a{t} -= w * v[j, {t}]\n            b{t} -= u * v[k, {t}]"
+                          for t in cols),
+        update1="\n".join(f"            a{t} -= w * v[j, {t}]" for t in cols),
+        total="\n".join(f"        a{t} += b{t}" for t in cols))
     finish = "\n".join(
         f"        q{t} = gamma * a{t} + ai * pv[i, {t}]\n"
         f"        q[i, {t}] = q{t}\n"
@@ -122,30 +123,53 @@ def _slices(c):
     return [slice(s, min(s + WIDTH, c)) for s in range(0, c, WIDTH)]
 
 
-def _stacked(x, pieces):
-    """``[x; pieces...]`` as one C-contiguous float64 array (the kernels read it by row index
-    alone, without a branch per non-zero between ``x`` and the halo)."""
-    return np.ascontiguousarray(np.vstack([x, *pieces]) if pieces else x, dtype=np.float64)
+def _has_room(A, x):
+    buffer = x if x.base is None else x.base
+    return (isinstance(buffer, np.ndarray) and buffer.dtype == np.float64
+            and buffer.shape == (A.shape[1], x.shape[1]) and buffer.flags.c_contiguous
+            and buffer.ctypes.data == x.ctypes.data)
+
+
+def with_room(A, x):
+    """``x`` (``n_b x c``) as the top rows of an ``A.shape[1] x c`` buffer: ``x`` itself if it
+    is one already (a result of :func:`apply_rows` or of this function), else a copy.
+
+    The kernels read ``[x; halo]`` as one array, by row index alone (a branch per non-zero
+    between ``x`` and the halo costs more). A product from such an ``x`` writes the halo into
+    the buffer's bottom rows, which are scratch, instead of stacking ``[x; halo]`` anew: that
+    copy of the block cost 10-25% of a product of 8-16 columns on the KDD99 kNN graph.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if _has_room(A, x):
+        return x
+    v = np.empty((A.shape[1], x.shape[1]))
+    v[:x.shape[0]] = x
+    return v[:x.shape[0]]
 
 
 def _block_arrays(A, d, x, pieces):
-    x = np.asarray(x, dtype=np.float64)
-    c = x.shape[1]
-    pieces = [np.asarray(p, np.float64).reshape(-1, c) for p in pieces]
+    """The kernels' arguments, with ``v = [x; pieces...]`` filled in ``x``'s buffer."""
+    x = with_room(A, x)
+    v = x if x.base is None else x.base
+    if pieces:
+        np.concatenate([np.asarray(p, np.float64).reshape(-1, x.shape[1]) for p in pieces],
+                       out=v[x.shape[0]:])
     return (unsigned_index(A.indptr), unsigned_index(A.indices), A.data,
-            np.asarray(d, dtype=np.float64), x, pieces)
+            np.asarray(d, dtype=np.float64), v)
 
 
-def apply_rows(A, d, x, pieces):
-    """``d * x - A [x; pieces...]`` for a CSR block ``A`` (float64, int32 or int64 indices)."""
-    indptr, indices, data, d, x, pieces = _block_arrays(A, d, x, pieces)
-    c = x.shape[1]
-    out = np.empty((x.shape[0], c))
-    v = _stacked(x, pieces)
-    if c == 1:
-        laplacian_column(indptr, indices, data, d, v.ravel(), out.ravel())
-        return out
-    for cols in _slices(c):
+def apply_rows(A, d, x, pieces, out=None):
+    """``d * x - A [x; pieces...]`` for a CSR block ``A`` (float64, int32 or int64 indices),
+    returned as the top rows of a buffer with room for the halo (:func:`with_room`).
+
+    ``out``, a previous result to overwrite, saves allocating the result anew (fresh pages
+    cost 15-20% of a 16-column product); it is not used if it overlaps ``x``'s buffer.
+    """
+    indptr, indices, data, d, v = _block_arrays(A, d, x, pieces)
+    if (out is None or out.shape != (len(d), v.shape[1]) or not _has_room(A, out)
+            or np.may_share_memory(out, v)):
+        out = np.empty_like(v)[:len(d)]
+    for cols in _slices(v.shape[1]):
         rows, _ = column_kernels(cols.start, cols.stop)
         _vectorized_call(rows, indptr, indices, data, d, v, out)
     return out
@@ -175,10 +199,9 @@ def apply_finish(A, d, x, pieces, gamma, a, pv, r, q):
     """``q = gamma (d x - A v) + a pv`` with ``v = [x; pieces...]`` (the last step of the CG
     product ``q = (gamma L^p + diag(a)) pv``: ``x = L^(p-1) pv``), in one pass over the rows;
     fills ``q`` and returns the column sums ``(pv.q, r.q, q.q)``."""
-    indptr, indices, data, d, x, pieces = _block_arrays(A, d, x, pieces)
-    c = x.shape[1]
+    indptr, indices, data, d, v = _block_arrays(A, d, x, pieces)
+    c = v.shape[1]
     sums = np.empty((3, c))
-    v = _stacked(x, pieces)
     for cols in _slices(c):
         _, finish = column_kernels(cols.start, cols.stop)
         _vectorized_call(finish, indptr, indices, data, d, v, float(gamma), a, pv, r, q, sums)

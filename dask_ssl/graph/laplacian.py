@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from ..linalg import workerstate
-from ._products import apply_finish, apply_rows
+from ._products import apply_finish, apply_rows, with_room
 from .partition import check_partition, min_cut_order, reblock
 from .weights import Graph
 
@@ -103,18 +103,24 @@ def _degree_send_rows(i, W, token):
     return _send_rows(i, W, token, workerstate.get(token, i)["deg"])
 
 
-def apply_block(i, token, x, pieces):
-    """Block ``i``'s rows of ``L [x; halo]`` (``pieces``: the halo by ascending source block),
-    in the worker holding the operator ``token``."""
+def apply_block(i, token, s, src, dst, pieces):
+    """``s[dst]`` = block ``i``'s rows of ``L [s[src]; halo]`` (``pieces``: the halo by
+    ascending source block), in the worker holding the operator ``token``; the previous
+    ``s[dst]``'s buffer is reused. ``s[src]`` is kept in a buffer with room for the halo
+    (:func:`~dask_ssl.graph._products.with_room`) for the next product."""
     st = workerstate.get(token, i)
-    return apply_rows(st["A"], st["d"], x, pieces)
+    s[src] = x = with_room(st["A"], s[src])
+    s[dst] = apply_rows(st["A"], st["d"], x, pieces, out=s.get(dst))
+    return s[dst]
 
 
-def finish_block(i, token, x, pieces, gamma, a, p, r, q):
-    """The last product step of a CG pass on block ``i``: ``q = gamma L [x; halo] + a p``,
-    returns ``(p.q, r.q, q.q)`` (``x = p`` for ``M = L``, ``L^(p-1) p`` for ``M = L^p``)."""
+def finish_block(i, token, s, src, pieces, gamma):
+    """The last product step of a CG pass on block ``i``: ``q = gamma L [s[src]; halo] + a p``
+    with ``a, p, r, q`` from ``s``; returns ``(p.q, r.q, q.q)`` (``src`` is ``p`` for ``M = L``,
+    ``L^(p-1) p`` for ``M = L^p``). ``s[src]`` is kept as in :func:`apply_block`."""
     st = workerstate.get(token, i)
-    return apply_finish(st["A"], st["d"], x, pieces, gamma, a, p, r, q)
+    s[src] = x = with_room(st["A"], s[src])
+    return apply_finish(st["A"], st["d"], x, pieces, gamma, s["a"], s["p"], s["r"], s["q"])
 
 
 def _slot_send_rows(i, W, token, store, slot):
@@ -124,8 +130,8 @@ def _slot_send_rows(i, W, token, store, slot):
 def _product_step(i, W, pieces, token, store, src, dst, send):
     """``dst = L [src; halo]`` on block ``i``; returns the send rows of ``dst`` if ``send``."""
     s = workerstate.get(store, i)
-    s[dst] = apply_block(i, token, s[src], pieces)
-    return _send_rows(i, W, token, s[dst]) if send else None
+    y = apply_block(i, token, s, src, dst, pieces)
+    return _send_rows(i, W, token, y) if send else None
 
 
 def _put(i, W, value, token, vec_token, slot):

@@ -62,9 +62,9 @@ def _step(i, W, halo, store, token, head, src, tail, gamma):
     s = workerstate.get(store, i)
     first = head[0](s, *head[1]) if head is not None else None
     if tail == "finish":
-        sums = finish_block(i, token, s[src], halo, gamma, s["a"], s["p"], s["r"], s["q"])
+        sums = finish_block(i, token, s, src, halo, gamma)
         return first, (sums, s["q"][s["send"]])
-    s["y"] = apply_block(i, token, s[src], halo)
+    apply_block(i, token, s, src, "y", halo)
     if tail == "seed":
         s["r"] = s["b"] - (gamma * s["y"] + s["a"] * s["x"])
         s["p"] = s["r"].copy()
