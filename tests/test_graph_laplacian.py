@@ -80,6 +80,8 @@ def test_products_fill_the_halo_in_place():
     kept = with_room(A, x)
     assert kept is not x and with_room(A, kept) is kept
     np.testing.assert_array_equal(kept, x)
+    with pytest.raises(ValueError, match="halo pieces hold 5 rows"):
+        apply_rows(A, d, y, [h1[:5]])
 
 
 @pytest.mark.parametrize("n_blocks", [1, 2, 3])

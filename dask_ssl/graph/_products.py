@@ -151,9 +151,13 @@ def _block_arrays(A, d, x, pieces):
     """The kernels' arguments, with ``v = [x; pieces...]`` filled in ``x``'s buffer."""
     x = with_room(A, x)
     v = x if x.base is None else x.base
-    if pieces:
-        np.concatenate([np.asarray(p, np.float64).reshape(-1, x.shape[1]) for p in pieces],
-                       out=v[x.shape[0]:])
+    halo = [np.asarray(p, np.float64).reshape(-1, x.shape[1]) for p in pieces]
+    n_halo = sum(len(h) for h in halo)
+    if n_halo != A.shape[1] - x.shape[0]:
+        raise ValueError(f"the halo pieces hold {n_halo} rows, but the block's matrix has "
+                         f"{A.shape[1] - x.shape[0]} halo columns")
+    if halo:
+        np.concatenate(halo, out=v[x.shape[0]:])
     return (unsigned_index(A.indptr), unsigned_index(A.indices), A.data,
             np.asarray(d, dtype=np.float64), v)
 
