@@ -78,6 +78,23 @@ def test_duplicates_and_ties(client):
     assert knn_quality(neigh, n_samples=300).recall >= 0.95
 
 
+def test_row_lists_travel_outside_the_task_graph(client):
+    """Per-block lists of distinct rows grow with the data (18 MB a block at kdd99-scale):
+    they are scattered, so no task graph carries them."""
+    import warnings
+
+    import dask
+
+    rng = np.random.default_rng(1)
+    X = np.repeat(rng.random((2000, 3)), 2, axis=0)
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=2)
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "6kB"}), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        build_knn(blocks, 10, exact_below=0, random_state=0)
+    assert not [w for w in caught if "large graph" in str(w.message)]
+
+
 def test_sparse_cosine_class_agreement(client):
     X, y = rcv1_like(n_rows=3000, n_features=5000, seed=3)
     blocks = RowBlocks.from_array(X, client=client, n_blocks=2, y=y)
