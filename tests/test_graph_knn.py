@@ -1,5 +1,8 @@
 """Approximate kNN on row blocks: recall against exact search, ties, sparse cosine agreement."""
 
+import warnings
+
+import dask
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -81,10 +84,6 @@ def test_duplicates_and_ties(client):
 def test_row_lists_travel_outside_the_task_graph(client):
     """Per-block lists of distinct rows grow with the data (18 MB a block at kdd99-scale):
     they are scattered, so no task graph carries them."""
-    import warnings
-
-    import dask
-
     rng = np.random.default_rng(1)
     X = np.repeat(rng.random((2000, 3)), 2, axis=0)
     blocks = RowBlocks.from_array(X, client=client, n_blocks=2)

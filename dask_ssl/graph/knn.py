@@ -364,6 +364,9 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     # 2. an index per block of distinct rows
     K = int(index_neighbors or max(15, k + 5))
     m_cand = int(max_candidates or K)
+    # Scattered rather than embedded: at kdd99-scale a block's list of distinct rows is ~18 MB,
+    # which would travel inside the task graph (and warn about it).
+    kept = _scatter_parts(client, owners, keep) if dups else keep
     indexes = []
     for b in range(B):
         if u_sizes[b] == 0:
@@ -371,12 +374,8 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
             continue
         trees = int(n_trees or min(8, 3 + int(round(np.log10(max(u_sizes[b], 10))))))
         leaf = max(K, 20)
-        # Scattered rather than embedded: at kdd99-scale a block's list of distinct rows is
-        # ~18 MB, which would travel inside the task graph (and warn about it).
-        kept = keep[b] if keep[b] is None else client.scatter(
-            keep[b], workers=[owners[b]], hash=False)
         indexes.append(client.submit(
-            _build_index, b, data.blocks[b], kept, metric, K, trees, leaf, m_cand,
+            _build_index, b, data.blocks[b], kept[b], metric, K, trees, leaf, m_cand,
             int(n_iters), int(seeds[b, 0]), workers=[owners[b]], allow_other_workers=True,
             pure=False))
 
