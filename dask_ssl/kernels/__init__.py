@@ -1,0 +1,6 @@
+"""Kernels: base kernels by name or callable, the deformed (point-cloud) kernel, kernel row
+blocks on the workers, Nystrom features."""
+
+from .base import check_kernel, kernel_matrix
+
+__all__ = ["check_kernel", "kernel_matrix"]
