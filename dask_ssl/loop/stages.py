@@ -7,7 +7,8 @@ refers to the per-block state on the workers. It implements:
 - ``run_stage() -> dict``: one stage; sets ``done`` after the last; returns a history record;
 - ``snapshot() -> (doc, arrays)``: JSON-able small state and the per-row arrays needed to rebuild
   the workers' state (temporary labels, p);
-- ``restore(doc, arrays)``: rebuild every block's state from a snapshot.
+- ``restore(doc, arrays)``: rebuild every block's state from a snapshot;
+- ``blocks``: its RowBlocks, or None when all of its state is on the driver (kernel DA).
 
 A stage is deterministic given its starting snapshot, so when a worker is lost mid-stage the
 loop restores the last snapshot and runs the stage again: the result is the one an
@@ -99,7 +100,9 @@ class StageLoop:
     def _restore(self, snap) -> None:
         while True:
             try:
-                self.driver.blocks.owners(refresh=True)
+                # a driver whose state is all local has no blocks to re-place
+                if self.driver.blocks is not None:
+                    self.driver.blocks.owners(refresh=True)
                 self.driver.restore(*snap)
                 return
             except RECOVERABLE as exc:

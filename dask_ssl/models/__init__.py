@@ -1,7 +1,9 @@
 """Scikit-learn style estimators."""
 
+from .branch_bound import BranchAndBoundS3VM, NodeLimitError
 from .da import DAS3VM
 from .graph_transduction import GraphTransduction
+from .kernel_da import KernelDAS3VM
 from .l2svm import L2SVM
 from .rls import RLS
 from .tsvm import TSVM
@@ -9,5 +11,8 @@ from .tsvm import TSVM
 #: Estimators that can be saved to and loaded from a model directory, by class name.
 #: (GraphTransduction keeps its graph on the workers and has no artifact form yet.)
 ESTIMATORS = {cls.__name__: cls for cls in (L2SVM, RLS, TSVM, DAS3VM)}
+# kernel S3VMs: expansion points + coefficients, the kernel by name in their parameters
+ESTIMATORS.update({cls.__name__: cls for cls in (KernelDAS3VM, BranchAndBoundS3VM)})
 
-__all__ = ["DAS3VM", "ESTIMATORS", "GraphTransduction", "L2SVM", "RLS", "TSVM"]
+__all__ = ["BranchAndBoundS3VM", "DAS3VM", "ESTIMATORS", "GraphTransduction", "KernelDAS3VM",
+           "L2SVM", "NodeLimitError", "RLS", "TSVM"]

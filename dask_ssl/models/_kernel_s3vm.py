@@ -1,0 +1,285 @@
+"""What the kernel S3VMs (thesis ch. 3) share: the weighted kernel fit on expansion coefficients,
+the S3VM objective they are judged by, and the estimator base (one-vs-rest, prediction, saving).
+
+Everything here is dense on the driver: the n x n Gram matrix of the l + u training rows and
+Cholesky factors of n x n systems, the sizes at which the seeds ran these methods (n up to a few
+thousand: 2,000 rows are 32 MB per matrix).
+
+The objective is the thesis' Eq 3.7 normalization (labeled losses weighted ``1/l``, unlabeled
+ones ``gamma_u/u``), with ``V`` the half squared hinge ``max(0, 1 - t)^2 / 2`` (``loss="l2"``)
+or the half squared loss ``(1 - t)^2 / 2`` (``loss="sqr"``); ``f(x) = sum_i alpha_i K(x, x_i)``
+without a bias (Eq 3.9).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from threadpoolctl import threadpool_limits
+
+from ..kernels import check_kernel, kernel_matrix
+from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
+from ..linalg.mfn import exact_root
+from ._input import check_finite_local, encode_labels
+from .base import check_positive
+
+LOSSES = ("l2", "sqr")
+
+
+def half_loss(t: np.ndarray, loss: str) -> np.ndarray:
+    """V(t): ``max(0, 1 - t)^2 / 2`` for ``"l2"``, ``(1 - t)^2 / 2`` for ``"sqr"``."""
+    m = 1.0 - t
+    return 0.5 * (np.maximum(m, 0.0) if loss == "l2" else m) ** 2
+
+
+def s3vm_objective(alpha, f, y, gamma, gamma_u, loss, n_pos=None) -> float:
+    """S3VM objective of ``f = K alpha`` on the training rows (Eq 3.7 at T = 0, hard labels).
+
+    ``gamma/2 alpha^T K alpha + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u V(y_j f_j)`` with each
+    unlabeled label the better one for f (``min(V(f), V(-f))``, what DA monitors), or, with
+    ``n_pos``, the best labeling that has exactly ``n_pos`` positives (the balance constraint
+    Eq 3.2 that branch and bound enforces): the ``n_pos`` largest outputs positive.
+    """
+    lab = y != 0
+    fu = f[~lab]
+    u = fu.size
+    if n_pos is None:
+        unl = np.minimum(half_loss(fu, loss), half_loss(-fu, loss)).sum()
+    else:
+        order = np.argsort(-fu, kind="stable")
+        unl = half_loss(fu[order[:n_pos]], loss).sum() + half_loss(-fu[order[n_pos:]], loss).sum()
+    labeled = half_loss(y[lab] * f[lab], loss).mean()
+    return float(0.5 * gamma * (alpha @ f) + labeled + (gamma_u / u * unl if u else 0.0))
+
+
+def weighted_alpha(K, a, b, gamma, factor=None) -> np.ndarray:
+    """alpha minimizing ``gamma/2 alpha^T K alpha + sum_i (a_i/2 f_i^2 - b_i f_i)``, f = K alpha.
+
+    The stationarity condition ``gamma alpha + A (K alpha) = b`` is solved in the symmetric
+    form ``alpha = S (gamma I + S K S)^-1 S^-1 b`` with ``S = A^(1/2)``: rows of zero weight
+    get alpha = 0 (their b is 0 too) without the infinite entries of ``K + gamma A^-1``.
+    ``factor`` is a Cholesky factor of ``gamma I + S K S`` to reuse (Eq 3.10's factor-once).
+    """
+    s = np.sqrt(a)
+    if factor is None:
+        factor = weighted_factor(K, a, gamma)
+    rhs = np.divide(b, s, out=np.zeros_like(b), where=s > 0)
+    return s * scipy.linalg.cho_solve(factor, rhs)
+
+
+def weighted_factor(K, a, gamma):
+    """Cholesky factor of ``gamma I + S K S``, ``S = diag(sqrt(a))``."""
+    s = np.sqrt(a)
+    H = s[:, None] * K * s[None, :]
+    H[np.diag_indices_from(H)] += gamma
+    return scipy.linalg.cho_factor(H, lower=False, check_finite=False)
+
+
+def _exact_step(f, df, d, cpos, cneg, gamma) -> float:
+    """Exact minimizer over delta >= 0 of the objective along ``alpha + delta d`` (f moves by
+    ``delta df``): its derivative is continuous, increasing and piecewise linear (6.2.2)."""
+    zeros = np.zeros_like(f)
+    der, slope, _, _ = line_derivatives(f, df, cpos, cneg, zeros, zeros, np.zeros(1))
+    positions, changes = breakpoints_between(f, df, cpos, cneg, 0.0, np.inf)
+    return exact_root(0.0, gamma * (d @ f) + der[0], gamma * (d @ df) + slope[0], positions,
+                      changes, np.inf)
+
+
+def fit_weighted(K, cpos, cneg, gamma, loss, alpha0=None, *, tol=1e-8, max_iter=100):
+    """Minimize ``gamma/2 alpha^T K alpha + sum_i [cpos_i V(f_i) + cneg_i V(-f_i)]``.
+
+    Each row carries a +1 copy of cost ``cpos`` and a -1 copy of cost ``cneg`` (a labeled row
+    one of them, an unlabeled row under DA both). ``"sqr"``: one weighted solve. ``"l2"``:
+    finite Newton (thesis 3.5.1, index sets i0..i3): solve with the copies inside their
+    margins, stop when that solution keeps the same copies inside (to ``tol``), else take the
+    exact line-search step and repeat. Returns ``(alpha, f, objective, n_newton)``.
+    """
+    n = K.shape[0]
+    zeros = np.zeros(n)
+    if loss == "sqr":
+        csq = cpos + cneg
+        tsq = np.divide(cpos - cneg, csq, out=np.zeros(n), where=csq > 0)
+        a, b = active_weights(zeros, zeros, zeros, csq, tsq)
+        alpha = weighted_alpha(K, a, b, gamma)
+        f = K @ alpha
+        obj = 0.5 * gamma * (alpha @ f) + 0.5 * (cpos @ (1 - f) ** 2 + cneg @ (1 + f) ** 2)
+        return alpha, f, float(obj), 1
+    alpha = zeros.copy() if alpha0 is None else np.array(alpha0, dtype=np.float64)
+    f = K @ alpha
+    for it in range(1, max_iter + 1):
+        a, b = active_weights(f, cpos, cneg, zeros, zeros)
+        alpha_bar = weighted_alpha(K, a, b, gamma)
+        f_bar = K @ alpha_bar
+        if _margin_consistent(f, f_bar, cpos, cneg, tol):
+            alpha, f = alpha_bar, f_bar
+            break
+        d = alpha_bar - alpha
+        delta = _exact_step(f, f_bar - f, d, cpos, cneg, gamma)
+        alpha = alpha + delta * d
+        f = f + delta * (f_bar - f)
+    return alpha, f, float(0.5 * gamma * (alpha @ f) + loss_sum(f, cpos, cneg, zeros, zeros)), it
+
+
+def _margin_consistent(f, f_bar, cpos, cneg, tol) -> bool:
+    # svmlin's check (thesis 6.2.3): every copy stays on the side of its margin it was solved on
+    inside_pos = f < 1.0
+    inside_neg = f > -1.0
+    ok_pos = np.where(inside_pos, f_bar < 1.0 + tol, f_bar >= 1.0 - tol) | (cpos <= 0)
+    ok_neg = np.where(inside_neg, f_bar > -1.0 - tol, f_bar <= -1.0 + tol) | (cneg <= 0)
+    return bool(ok_pos.all() and ok_neg.all())
+
+
+def check_loss(loss) -> None:
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+
+
+def check_count(name, value, low=1) -> None:
+    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low):
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def dense_rows(X) -> np.ndarray:
+    """X as a finite two-dimensional float64 array (sparse input is densified)."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape})")
+    check_finite_local(X)
+    return X
+
+
+class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
+    """Base of the kernel S3VMs: ``f_k(x) = sum_i alpha_ik K(x, x_i)`` over the training rows.
+
+    Subclasses implement ``_fit_binary(K, y) -> dict`` (``y`` +1/-1 on labeled rows, 0 on
+    unlabeled ones) returning ``alpha``, ``objective``, ``n_iter`` and optionally ``history``
+    and ``transduction`` (+1/-1 per row) and ``attrs`` (further fitted attributes, stacked
+    as columns over the one-vs-rest parts), and ``_check_params``. Multi-class is one-vs-rest;
+    the kernel matrix is computed once for all classes.
+    """
+
+    def _check_common(self) -> None:
+        check_positive("gamma", self.gamma)
+        check_positive("gamma_u", self.gamma_u, allow_zero=True)
+        check_loss(self.loss)
+        check_kernel(self.kernel, self.kernel_params)
+        r = self.pos_fraction
+        if r is not None and not (isinstance(r, (int, float, np.floating)) and 0.0 < r < 1.0):
+            raise ValueError(f"pos_fraction must be in (0, 1), got {r!r}")
+
+    def fit(self, X, y, *, resume=False):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            All training rows (the expansion points of the result).
+        y : array of shape (n,)
+            Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
+        resume : bool, default=False
+            Continue from the estimator's ``checkpoint`` (estimators with one only).
+        """
+        t0 = time.perf_counter()
+        self._check_params()
+        if resume and getattr(self, "checkpoint", None) is None:
+            raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
+        self._resume = resume
+        X = dense_rows(X)
+        marker = -1 if self.unlabeled is None else self.unlabeled
+        classes, codes = encode_labels(y, X.shape[0], marker)
+        if not (codes < 0).any():
+            raise ValueError(f"{type(self).__name__} needs unlabeled rows (marked {marker!r} in y)")
+        K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
+        targets = [1] if classes.size == 2 else list(range(classes.size))
+        self._shared = {}
+        outs = []
+        # Thousands of small factorizations: a threaded BLAS gains little on them and its
+        # spinning threads cost up to 500x on a loaded host (0.5 s instead of 1 ms at n = 200).
+        with threadpool_limits(limits=1, user_api="blas"):
+            for k, cls in enumerate(targets):
+                self._part = (k, len(targets))
+                yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
+                outs.append(self._fit_binary(K, yk))
+        del self._shared
+        self.classes_ = classes
+        self.X_fit_ = X
+        self.dual_coef_ = np.column_stack([o["alpha"] for o in outs])
+        self.n_features_in_ = X.shape[1]
+        self.n_labeled_ = int((codes >= 0).sum())
+        one = len(outs) == 1
+        self.objective_ = outs[0]["objective"] if one else np.array([o["objective"] for o in outs])
+        self.n_iter_ = outs[0]["n_iter"] if one else np.array([o["n_iter"] for o in outs])
+        histories = [o.get("history", []) for o in outs]
+        self.history_ = histories[0] if one else histories
+        self.transduction_ = self._labels_from_scores(
+            np.column_stack([o["transduction"] for o in outs]))
+        for name in outs[0].get("attrs", {}):
+            values = [o["attrs"][name] for o in outs]
+            setattr(self, name, values[0] if one else np.column_stack(values))
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _positive_fraction(self, y) -> float:
+        r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
+        if not 0.0 < r < 1.0:
+            raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
+        return r
+
+    # prediction --------------------------------------------------------------------------
+    def decision_function(self, X):
+        """``K(X, X_fit) alpha``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
+        if not hasattr(self, "dual_coef_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        X = dense_rows(X)
+        if X.shape[1] != self.X_fit_.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features; the model expects {self.X_fit_.shape[1]}")
+        scores = kernel_matrix(X, self.X_fit_, kernel=self.kernel,
+                               kernel_params=self.kernel_params) @ self.dual_coef_
+        return scores[:, 0] if self.classes_.size == 2 else scores
+
+    def _labels_from_scores(self, scores):
+        scores = np.asarray(scores)
+        if scores.ndim == 1 or scores.shape[1] == 1:
+            return self.classes_[(scores.ravel() > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, X):
+        return self._labels_from_scores(self.decision_function(X))
+
+    # persistence (see artifact.py): expansion points + coefficients; the kernel is a parameter
+    def _fitted_info(self) -> dict:
+        if callable(self.kernel):
+            raise ValueError("a model with a callable kernel cannot be saved; use a kernel by "
+                             "name with kernel_params")
+        obj = self.objective_
+        return {
+            "n_features": int(self.n_features_in_),
+            "data_shape": [int(v) for v in self.X_fit_.shape],
+            "n_labeled": int(self.n_labeled_),
+            "classes": self.classes_.tolist(),
+            "objective": obj.tolist() if isinstance(obj, np.ndarray) else float(obj),
+            "n_iter": self.n_iter_.tolist() if isinstance(self.n_iter_, np.ndarray) else int(self.n_iter_),
+            "fit_seconds": float(self.fit_seconds_),
+            "history": self.history_,
+        }
+
+    def _fitted_arrays(self) -> dict:
+        return {"X_fit": self.X_fit_, "dual_coef": self.dual_coef_, "classes": self.classes_}
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        self.X_fit_ = arrays["X_fit"]
+        self.dual_coef_ = arrays["dual_coef"]
+        self.classes_ = arrays["classes"]
+        self.n_features_in_ = doc["n_features"]
+        self.n_labeled_ = doc["n_labeled"]
+        obj = doc["objective"]
+        self.objective_ = np.asarray(obj) if isinstance(obj, list) else obj
+        self.n_iter_ = np.asarray(doc["n_iter"]) if isinstance(doc["n_iter"], list) else doc["n_iter"]
+        self.fit_seconds_ = doc["fit_seconds"]
+        self.history_ = doc.get("history", [])

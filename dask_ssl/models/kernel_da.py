@@ -1,0 +1,276 @@
+"""Deterministic annealing S3VM with a kernel (thesis 3.5, Eqs 3.7-3.11, Table 3.3)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import entr, expit, logit, rel_entr
+
+from ._kernel_s3vm import (KernelExpansionClassifier, check_count, fit_weighted, half_loss,
+                           s3vm_objective, weighted_alpha, weighted_factor)
+from .base import check_positive
+
+
+class KernelDAS3VM(KernelExpansionClassifier):
+    """Deterministic annealing semi-supervised kernel SVM / RLS (thesis 3.5, Table 3.3).
+
+    Minimizes over the expansion coefficients alpha (``f = sum_i alpha_i K(., x_i)`` over the
+    l + u training rows, Eq 3.9, no bias) and soft labels p of the unlabeled rows, at a
+    temperature T annealed from ``T0`` by ``1/anneal_factor`` per stage, Eq 3.7:
+    ``gamma/2 ||f||_K^2 + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u [p_j V(f_j) + (1-p_j) V(-f_j)]
+    + T/u sum_u [p_j log p_j + (1-p_j) log(1-p_j)]`` subject to ``mean(p) = pos_fraction``
+    (Eq 3.8), alternating an alpha-step at fixed p with the p-step of Eq 3.11, and returns the
+    alpha with the lowest S3VM objective seen along the path (as :class:`DAS3VM`).
+
+    The Gram matrix of the training rows and the n x n systems are dense on the driver: this is
+    for the sizes the seeds ran (n up to a few thousand; 32 MB per matrix at n = 2,000).
+
+    Parameters
+    ----------
+    loss : {"l2", "sqr"}, default="l2"
+        V: ``"l2"`` the half squared hinge ``max(0, 1-t)^2/2`` (DA(l2)), alpha-step by finite
+        Newton (index sets i0..i3 of 3.5.1, exact line search); ``"sqr"`` the half squared loss
+        ``(1-t)^2/2`` (DA(sqr)), alpha-step Eq 3.10 ``alpha = (K + gamma C)^-1 Y``,
+        ``C = diag(l..l, u/gamma_u..u/gamma_u)``, ``Y = [y, 2p - 1]``, whose matrix does not
+        depend on p: it is factored once per fit (for all classes) and each step is a solve.
+    gamma : float, default=1e-3
+        lambda of Eq 3.7 (the linear DA's ``gamma``, svmlin ``-W``), on ``||f||_K^2 / 2``.
+        Eq 3.1 / Table 3.1's gamma (with unit loss weights) is ``l`` times this.
+    gamma_u : float, default=1.0
+        lambda' of Eq 3.7 (gamma', svmlin ``-U``): unlabeled losses weigh ``gamma_u / u``.
+        Eq 3.1's gamma' is ``gamma_u l / u``. 0 gives kernel RLS / L2-SVM on the labels alone.
+    pos_fraction : float, optional
+        r of Eq 3.8 (svmlin ``-R``); default the positive fraction among the labeled rows
+        (per class, one-vs-rest). The constraint uses ``round(r u) / u``, as :class:`DAS3VM`.
+    kernel : str or callable, default="rbf"
+        By scikit-learn :func:`~sklearn.metrics.pairwise.pairwise_kernels` name, or a callable
+        returning the Gram matrix of two row sets.
+    kernel_params : dict, optional
+        The kernel's parameters (RBF: ``{"gamma": 1 / (2 sigma^2)}``).
+    T0 : float, default=10
+        Starting temperature T (Table 3.3). Eq 3.7 writes the entropy as ``T/u``, ch. 6 as
+        ``T/(2u)`` with a loss twice as large: the same T means the same annealing path.
+    anneal_factor : float, default=1.5
+        R of Table 3.3: T is divided by it after every stage.
+    epsilon : float, default=1e-6
+        Inner loop ends when KL(p, q) < u epsilon; annealing ends when the entropy of p falls
+        below u epsilon or changes by less than that over a stage (as :class:`DAS3VM`).
+    max_stages : int, default=200
+    max_inner : int, default=100
+        Bounds on temperatures and on alpha-step / p-step alternations per temperature.
+    tol : float, default=1e-8
+        Margin tolerance of the finite-Newton optimality check (``loss="l2"``).
+    max_iter : int, default=100
+        Newton steps per alpha-step (``loss="l2"``).
+    unlabeled : scalar, optional
+        Marker of unlabeled rows in ``y`` (default -1).
+    checkpoint : str, optional
+        Directory (local path or fsspec URL) for a snapshot after every stage; ``fit(...,
+        resume=True)`` continues from it (``part-<k>`` subdirectories for one-vs-rest).
+    verbose : bool, default=False
+
+    Attributes
+    ----------
+    classes_, X_fit_ : the classes and the training rows (expansion points)
+    dual_coef_ : ndarray of shape (n, 1) or (n, n_classes)
+        alpha per one-vs-rest problem.
+    soft_labels_ : ndarray of shape (u,) or (u, n_classes)
+        The p that the returned alpha was fitted to (unlabeled rows in order).
+    objective_, n_iter_, history_, transduction_
+        As :class:`DAS3VM` (``history_`` one record per temperature).
+    """
+
+    def __init__(self, *, loss="l2", gamma=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
+                 kernel_params=None, T0=10.0, anneal_factor=1.5, epsilon=1e-6, max_stages=200,
+                 max_inner=100, tol=1e-8, max_iter=100, unlabeled=None, checkpoint=None,
+                 verbose=False):
+        self.loss = loss
+        self.gamma = gamma
+        self.gamma_u = gamma_u
+        self.pos_fraction = pos_fraction
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.T0 = T0
+        self.anneal_factor = anneal_factor
+        self.epsilon = epsilon
+        self.max_stages = max_stages
+        self.max_inner = max_inner
+        self.tol = tol
+        self.max_iter = max_iter
+        self.unlabeled = unlabeled
+        self.checkpoint = checkpoint
+        self.verbose = verbose
+
+    def _check_params(self) -> None:
+        self._check_common()
+        check_positive("T0", self.T0)
+        check_positive("epsilon", self.epsilon)
+        check_positive("tol", self.tol)
+        check_count("max_stages", self.max_stages)
+        check_count("max_inner", self.max_inner)
+        check_count("max_iter", self.max_iter)
+        if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
+            raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
+
+    def _fit_binary(self, K, y):
+        from ..loop import StageLoop
+
+        driver = KernelDADriver(self, K, y, self._positive_fraction(y))
+        k, n_parts = self._part
+        url = self.checkpoint
+        if url is not None and n_parts > 1:
+            url = f"{url.rstrip('/')}/part-{k}"
+        StageLoop(driver, checkpoint=url, verbose=self.verbose).run(resume=self._resume)
+        return driver.result()
+
+
+class SqrStep:
+    """The alpha-step of DA(sqr), Eq 3.10, with its matrix factored once.
+
+    ``(K + gamma C) alpha = Y`` is solved in the equivalent symmetric form ``(gamma I + S K S)
+    S^-1 alpha = S Y``, ``S^2 = C^-1 = diag(1/l, gamma_u/u)``, which also holds at gamma_u = 0
+    (where C is infinite and alpha is 0 on the unlabeled rows).
+    """
+
+    def __init__(self, K, labeled, gamma, gamma_u):
+        self.unl = ~labeled
+        self.w = np.where(labeled, 1.0 / labeled.sum(), gamma_u / self.unl.sum())
+        self.factor = weighted_factor(K, self.w, gamma)
+        self.K = K
+        self.gamma = gamma
+
+    def alpha(self, y, p) -> np.ndarray:
+        """Eq 3.10 for labels y (+1/-1 labeled, 0 unlabeled) and soft labels p."""
+        Y = y.copy()
+        Y[self.unl] = 2.0 * p - 1.0
+        return weighted_alpha(self.K, self.w, self.w * Y, self.gamma, factor=self.factor)
+
+
+class KernelDADriver:
+    """Kernel DA's state, one stage per temperature (protocol of :class:`dask_ssl.loop.StageLoop`).
+
+    Everything lives on the driver, so there are no worker blocks to re-place after a loss
+    (``blocks = None``); ``w`` is alpha (the loop's name for the current solution).
+    """
+
+    kind = "kda"
+    blocks = None
+
+    def __init__(self, est, K, y, r):
+        self.est = est
+        self.K = K
+        self.y = y
+        self.lab = y != 0
+        self.unl = ~self.lab
+        self.u = int(self.unl.sum())
+        # a whole number of positives, as in DAS3VM: else one p_j stays fractional as T -> 0
+        self.r = round(r * self.u) / self.u
+        if not 0.0 < self.r < 1.0:
+            raise ValueError(f"pos_fraction {r} gives {round(r * self.u)} of {self.u} unlabeled "
+                             "rows positive; both classes need at least one")
+        cl = 1.0 / self.lab.sum()
+        self.cpos_l = np.where(y > 0, cl, 0.0)
+        self.cneg_l = np.where(y < 0, cl, 0.0)
+        self.cu = est.gamma_u / self.u
+        if est.loss == "sqr":
+            # the factor depends on K, l, u, gamma, gamma_u only: shared by all one-vs-rest parts
+            if "sqr" not in est._shared:
+                est._shared["sqr"] = SqrStep(K, self.lab, est.gamma, est.gamma_u)
+            self.sqr = est._shared["sqr"]
+        self.w = None
+        self.p = np.full(self.u, self.r)
+        self.stage = 0
+        self.T = float(est.T0)
+        self.nu = 0.0
+        self.best = (np.inf, None, None)
+        self.history = []
+        self.done = False
+
+    def _alpha_step(self):
+        est = self.est
+        if est.loss == "sqr":
+            alpha = self.sqr.alpha(self.y, self.p)
+            return alpha, self.K @ alpha
+        cpos, cneg = self.cpos_l.copy(), self.cneg_l.copy()
+        cpos[self.unl] = self.cu * self.p
+        cneg[self.unl] = self.cu * (1.0 - self.p)
+        alpha, f, _, _ = fit_weighted(self.K, cpos, cneg, est.gamma, "l2", self.w, tol=est.tol,
+                                      max_iter=est.max_iter)
+        return alpha, f
+
+    def _p_step(self, f_u):
+        """Eq 3.11 at the balance root: ``p_j = 1/(1 + exp((g_j - nu)/T))``,
+        ``g_j = gamma_u [V(f_j) - V(-f_j)]``, nu with ``mean(p) = r``."""
+        est = self.est
+        g = est.gamma_u * (half_loss(f_u, est.loss) - half_loss(-f_u, est.loss))
+        target = self.r * self.u
+        # at nu = min g + T logit(r) every p_j <= r, at max g + T logit(r) every p_j >= r
+        lo, hi = g.min() + self.T * logit(self.r), g.max() + self.T * logit(self.r)
+        if hi - lo <= 1e-12 * max(1.0, abs(lo)):
+            self.nu = lo
+        else:
+            self.nu = brentq(lambda nu: expit((nu - g) / self.T).sum() - target, lo, hi,
+                             xtol=1e-14 * max(1.0, abs(lo), abs(hi)), maxiter=500)
+        return expit((self.nu - g) / self.T)
+
+    def run_stage(self):
+        t0 = time.perf_counter()
+        est = self.est
+        inner = 0
+        while True:
+            alpha, f = self._alpha_step()
+            self.w = alpha
+            objective = s3vm_objective(alpha, f, self.y, est.gamma, est.gamma_u, est.loss)
+            if objective < self.best[0]:
+                self.best = (objective, alpha.copy(), self.p.copy())
+            q = self.p
+            self.p = self._p_step(f[self.unl])
+            kl = float(rel_entr(self.p, q).sum() + rel_entr(1.0 - self.p, 1.0 - q).sum())
+            entropy = float(entr(self.p).sum() + entr(1.0 - self.p).sum())
+            inner += 1
+            if kl < self.u * est.epsilon or inner >= est.max_inner:
+                break
+        record = {"stage": self.stage, "T": self.T, "objective": objective, "entropy": entropy,
+                  "kl": kl, "inner": inner, "mean_p": float(self.p.mean()),
+                  "seconds": time.perf_counter() - t0, "round_trips": 0}
+        self.history.append(record)
+        self.stage += 1
+        if entropy < self.u * est.epsilon or self.stage >= est.max_stages:
+            self.done = True
+        else:
+            self.T /= est.anneal_factor
+        return record
+
+    def snapshot(self) -> tuple[dict, dict]:
+        doc = {"kind": self.kind, "stage": self.stage, "T": self.T, "nu": self.nu,
+               "done": self.done, "best_objective": self.best[0], "history": self.history,
+               "r": self.r}
+        empty = np.zeros(0)
+        arrays = {"w": empty if self.w is None else self.w, "p": self.p,
+                  "w_best": empty if self.best[1] is None else self.best[1],
+                  "p_best": empty if self.best[2] is None else self.best[2]}
+        return doc, arrays
+
+    def restore(self, doc: dict, arrays: dict):
+        if arrays["p"].shape != (self.u,) or arrays["w"].size not in (0, self.K.shape[0]):
+            raise ValueError(f"the checkpoint is of a problem with {arrays['p'].size} unlabeled "
+                             f"rows, not this one ({self.u})")
+        self.stage = doc["stage"]
+        self.T = doc["T"]
+        self.nu = doc["nu"]
+        self.done = doc["done"]
+        self.r = doc["r"]
+        self.history = list(doc["history"])
+        self.w = arrays["w"].copy() if arrays["w"].size else None
+        self.p = arrays["p"].copy()
+        best = (arrays["w_best"].copy(), arrays["p_best"].copy())
+        self.best = (doc["best_objective"],) + (best if best[0].size else (None, None))
+
+    def result(self) -> dict:
+        objective, alpha, p = self.best
+        f = self.K @ alpha
+        return {"alpha": alpha, "objective": objective, "n_iter": self.stage,
+                "history": self.history, "attrs": {"soft_labels_": p},
+                "transduction": np.where(self.y != 0, self.y, np.where(f > 0, 1.0, -1.0))}

@@ -1,0 +1,179 @@
+"""Kernel S3VMs (thesis ch. 3): deterministic annealing with a kernel and branch and bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.kernel_ridge import KernelRidge
+
+from dask_ssl.data.generators import two_moons
+from dask_ssl.kernels import kernel_matrix
+from dask_ssl.models import ESTIMATORS, BranchAndBoundS3VM, KernelDAS3VM, NodeLimitError
+from dask_ssl.models._kernel_s3vm import s3vm_objective
+from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.models.kernel_da import KernelDADriver, SqrStep
+
+RBF = {"gamma": 2.0}
+
+
+def moons_draw(seed, n=200):
+    """Two moons with one labeled row per class (classes 0/1, -1 unlabeled), as in Table 3.4."""
+    X, y = two_moons(n=n, noise=0.1, seed=seed)
+    rng = np.random.default_rng(1000 + seed)
+    yl = np.full(n, -1)
+    yl[rng.choice(np.flatnonzero(y > 0))] = 1
+    yl[rng.choice(np.flatnonzero(y < 0))] = 0
+    return X, (y > 0).astype(int), yl
+
+
+def small_problem(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.full(n, -1)
+    y[:6] = (X[:6, 0] > 0).astype(int)
+    y[0], y[1] = 0, 1
+    return X, y
+
+
+def test_sqr_step_is_the_dense_solve_of_eq_3_10():
+    X, y = small_problem()
+    K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 0.3})
+    ys = np.where(y < 0, 0.0, np.where(y == 1, 1.0, -1.0))
+    lab = ys != 0
+    l, u = lab.sum(), (~lab).sum()
+    gamma, gamma_u = 0.01, 2.0
+    step = SqrStep(K, lab, gamma, gamma_u)
+    for p in (np.full(u, 0.3), np.random.default_rng(1).uniform(size=u)):
+        Y = ys.copy()
+        Y[~lab] = 2 * p - 1
+        C = np.diag(np.where(lab, l, u / gamma_u))
+        expected = np.linalg.solve(K + gamma * C, Y)
+        np.testing.assert_allclose(step.alpha(ys, p), expected, rtol=1e-8, atol=1e-10)
+
+
+def test_fitted_sqr_model_solves_eq_3_10_at_its_soft_labels():
+    X, y = small_problem()
+    est = KernelDAS3VM(loss="sqr", gamma=0.01, gamma_u=2.0, kernel_params={"gamma": 0.3}).fit(X, y)
+    K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 0.3})
+    lab = y >= 0
+    Y = np.where(y == 1, 1.0, -1.0)
+    Y[~lab] = 2 * est.soft_labels_ - 1
+    C = np.diag(np.where(lab, lab.sum(), (~lab).sum() / 2.0))
+    np.testing.assert_allclose(est.dual_coef_[:, 0], np.linalg.solve(K + 0.01 * C, Y),
+                               rtol=1e-7, atol=1e-9)
+    # the monitored objective is that of the returned alpha
+    f = K @ est.dual_coef_[:, 0]
+    assert est.objective_ == pytest.approx(
+        s3vm_objective(est.dual_coef_[:, 0], f, np.where(lab, Y, 0.0), 0.01, 2.0, "sqr"), rel=1e-10)
+    assert [h["stage"] for h in est.history_] == list(range(len(est.history_)))
+    assert est.history_[-1]["entropy"] < (~lab).sum() * 1e-6
+
+
+def test_gamma_u_zero_is_kernel_rls_on_the_labels():
+    X, y = small_problem()
+    lab = y >= 0
+    est = KernelDAS3VM(loss="sqr", gamma=0.05, gamma_u=0.0, kernel_params={"gamma": 0.3}).fit(X, y)
+    ref = KernelRidge(alpha=0.05 * lab.sum(), kernel="rbf", gamma=0.3).fit(
+        X[lab], np.where(y[lab] == 1, 1.0, -1.0))
+    Xt = np.random.default_rng(5).normal(size=(30, 3))
+    np.testing.assert_allclose(est.decision_function(Xt), ref.predict(Xt), rtol=1e-8, atol=1e-10)
+    assert np.all(est.dual_coef_[~lab] == 0)
+
+
+def test_gamma_u_zero_is_kernel_l2_svm_on_the_labels():
+    X, y = small_problem()
+    lab = y >= 0
+    gamma = 0.05
+    est = KernelDAS3VM(loss="l2", gamma=gamma, gamma_u=0.0, kernel_params={"gamma": 0.3},
+                       tol=1e-12).fit(X, y)
+    Kl = kernel_matrix(X[lab], kernel="rbf", kernel_params={"gamma": 0.3})
+    yl = np.where(y[lab] == 1, 1.0, -1.0)
+
+    def objective(a):
+        m = np.maximum(0.0, 1.0 - yl * (Kl @ a))
+        return 0.5 * gamma * a @ Kl @ a + 0.5 * np.mean(m ** 2), \
+            gamma * Kl @ a - Kl @ (yl * m) / yl.size
+
+    ref = minimize(objective, np.zeros(yl.size), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000})
+    Xt = np.random.default_rng(5).normal(size=(30, 3))
+    Kt = kernel_matrix(Xt, X[lab], kernel="rbf", kernel_params={"gamma": 0.3})
+    np.testing.assert_allclose(est.decision_function(Xt), Kt @ ref.x, atol=1e-6)
+    assert est.objective_ == pytest.approx(ref.fun, rel=1e-8)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_interrupted_fit_resumes_to_the_same_result(tmp_path, monkeypatch):
+    X, _, y = moons_draw(0, n=80)
+    params = dict(loss="l2", gamma=0.03, gamma_u=1.0, kernel_params={"gamma": 8.0})
+    whole = KernelDAS3VM(**params).fit(X, y)
+    run_stage = KernelDADriver.run_stage
+
+    def interrupted(self):
+        if self.stage == 4:
+            raise Interrupt("stopped at stage 4")
+        return run_stage(self)
+
+    ckpt = tmp_path / "ckpt"
+    monkeypatch.setattr(KernelDADriver, "run_stage", interrupted)
+    with pytest.raises(Interrupt):
+        KernelDAS3VM(checkpoint=str(ckpt), **params).fit(X, y)
+    monkeypatch.setattr(KernelDADriver, "run_stage", run_stage)
+    resumed = KernelDAS3VM(checkpoint=str(ckpt), **params).fit(X, y, resume=True)
+    assert len(resumed.history_) == len(whole.history_) > 4
+    np.testing.assert_array_equal(resumed.dual_coef_, whole.dual_coef_)
+    assert resumed.objective_ == whole.objective_
+    with pytest.raises(ValueError, match="not this one"):
+        KernelDAS3VM(checkpoint=str(ckpt), **params).fit(X[:60], y[:60], resume=True)
+
+
+def test_multiclass_one_vs_rest_and_model_store(tmp_path):
+    rng = np.random.default_rng(3)
+    centers = np.array([[0, 0], [4, 0], [0, 4]])
+    truth = np.repeat([0, 1, 2], 30)
+    X = centers[truth] + 0.5 * rng.normal(size=(90, 2))
+    y = np.full(90, -1)
+    y[[0, 1, 30, 31, 60, 61]] = truth[[0, 1, 30, 31, 60, 61]]
+    for cls in (KernelDAS3VM, BranchAndBoundS3VM):
+        params = dict(gamma=0.01, gamma_u=1.0, kernel_params={"gamma": 0.5}, pos_fraction=1 / 3)
+        est = cls(**params).fit(X, y)
+        assert est.dual_coef_.shape == (90, 3) and len(est.history_) == 3
+        np.testing.assert_array_equal(est.transduction_, truth)
+        assert cls.__name__ in ESTIMATORS
+        loaded = load_model(save_model(est, tmp_path / cls.__name__))
+        Xt = rng.normal(size=(10, 2)) * 3
+        np.testing.assert_array_equal(loaded.decision_function(Xt), est.decision_function(Xt))
+        np.testing.assert_array_equal(loaded.predict(Xt), est.predict(Xt))
+    est.kernel = lambda A, B: A @ B.T
+    with pytest.raises(ValueError, match="callable kernel cannot be saved"):
+        save_model(est, tmp_path / "callable")
+    assert not (tmp_path / "callable").exists()
+
+
+@pytest.mark.parametrize("cls", [KernelDAS3VM, BranchAndBoundS3VM])
+@pytest.mark.parametrize("params, data, match", [
+    ({"kernel": "gaussian"}, None, "unknown kernel 'gaussian'"),
+    ({"kernel_params": {"sigma": 1.0}}, None, "takes no parameter"),
+    ({"kernel": lambda A, B: np.full((len(A), len(B)), np.nan)}, None, "non-finite value"),
+    ({"gamma": 0.0}, None, "gamma must be"),
+    ({"gamma_u": -1.0}, None, "gamma_u must be"),
+    ({"loss": "hinge"}, None, "loss must be one of"),
+    ({"pos_fraction": 1.5}, None, "pos_fraction must be in"),
+    ({}, "nan", "non-finite value"),
+    ({}, "all labeled", "needs unlabeled rows"),
+    ({}, "one class", "only one labeled class"),
+])
+def test_bad_input_is_refused_before_work(cls, params, data, match, tmp_path):
+    X, y = small_problem()
+    if data == "nan":
+        X[3, 1] = np.nan
+    elif data == "all labeled":
+        y = (X[:, 0] > 0).astype(int)
+    elif data == "one class":
+        y = np.where(y >= 0, 1, -1)
+    with pytest.raises(ValueError, match=match):
+        cls(**params).fit(X, y)
