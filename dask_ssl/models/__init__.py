@@ -6,6 +6,7 @@ from .graph_transduction import GraphTransduction
 from .kernel_da import KernelDAS3VM
 from .l2svm import L2SVM
 from .rls import RLS
+from .spectral import ClassDependentLapRLS, RegularizedSpectralClustering
 from .tsvm import TSVM
 
 #: Estimators that can be saved to and loaded from a model directory, by class name.
@@ -14,5 +15,6 @@ ESTIMATORS = {cls.__name__: cls for cls in (L2SVM, RLS, TSVM, DAS3VM)}
 # kernel S3VMs: expansion points + coefficients, the kernel by name in their parameters
 ESTIMATORS.update({cls.__name__: cls for cls in (KernelDAS3VM, BranchAndBoundS3VM)})
 
-__all__ = ["BranchAndBoundS3VM", "DAS3VM", "ESTIMATORS", "GraphTransduction", "KernelDAS3VM",
-           "L2SVM", "NodeLimitError", "RLS", "TSVM"]
+__all__ = ["BranchAndBoundS3VM", "ClassDependentLapRLS", "DAS3VM", "ESTIMATORS",
+           "GraphTransduction", "KernelDAS3VM", "L2SVM", "NodeLimitError", "RLS",
+           "RegularizedSpectralClustering", "TSVM"]

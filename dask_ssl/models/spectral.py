@@ -1,0 +1,220 @@
+"""Regularized spectral clustering and class-dependent Laplacian RLS (thesis 2.8.1, 2.8.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
+
+from ..kernels import check_kernel, kernel_matrix
+from ._graph_kernel import check_graph_settings, graph_laplacian
+from ._input import encode_labels
+from ._kernel_s3vm import check_count, dense_rows
+from .base import check_positive
+
+
+class _KernelGraphModel(BaseEstimator):
+    """Kernel expansion over the training rows, with a kNN-graph Laplacian built at fit."""
+
+    def _check_kernel_graph(self):
+        check_positive("gamma_A", self.gamma_A)
+        check_kernel(self.kernel, self.kernel_params)
+        check_graph_settings(self)
+
+    def _scores(self, X):
+        if not hasattr(self, "dual_coef_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        X = dense_rows(X)
+        if X.shape[1] != self.X_fit_.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features; the model expects {self.X_fit_.shape[1]}")
+        return kernel_matrix(X, self.X_fit_, kernel=self.kernel,
+                             kernel_params=self.kernel_params) @ self.dual_coef_
+
+
+class RegularizedSpectralClustering(ClusterMixin, _KernelGraphModel):
+    """Spectral clustering with an RKHS out-of-sample extension (thesis 2.8.1, Eqs 2.25-2.28).
+
+    ``f = sum_i alpha_i K(., x_i)`` minimizing ``gamma_A ||f||_K^2 + gamma_I f^T M f`` subject to
+    ``sum_i f(x_i) = 0`` and ``sum_i f(x_i)^2 = 1``: the generalized eigenproblem
+    ``P (gamma K + K M K) P v = lambda P K^2 P v`` (Eq 2.28), ``gamma = gamma_A / gamma_I``, P the
+    projection orthogonal to ``K 1``, its smallest eigenvalues, ``alpha = P v``. Two clusters are
+    the signs of the first eigenfunction; more components are the regularized Laplacian
+    eigenmap of Remark 2, with values on new rows through the kernel.
+
+    K and the Laplacian are dense on the driver (n up to a few thousand). Solved in K's
+    eigenbasis: with ``K = U S U^T`` and ``e = S U^T alpha`` (so ``f = U e`` on the training
+    rows), Eq 2.28 becomes the symmetric problem ``(gamma S^-1 + U^T M U) e = lambda e`` on
+    ``e`` orthogonal to ``U^T 1``, solved by :func:`scipy.linalg.eigh`. Directions where K's
+    eigenvalues fall below ``eig_tol`` times the largest are left out: there ``K^2`` is
+    numerically singular and Eq 2.28 has no definite solution (a smooth kernel such as the RBF
+    has many).
+
+    Parameters
+    ----------
+    gamma_A, gamma_I : float, default 1e-3 and 1.0
+        The ambient and intrinsic weights of Eq 2.25; only ``gamma = gamma_A / gamma_I``
+        matters. ``M = L^p`` enters without a ``1/n^2`` factor (it would only rescale gamma).
+    n_components : int, default 1
+        Eigenfunctions computed (smallest eigenvalues first).
+    kernel, kernel_params
+        As in :class:`KernelDAS3VM` (scikit-learn names).
+    eig_tol : float, default 1e-10
+    n_neighbors, metric, weights, t, symmetrize, normalized, p, search_epsilon, client,
+    n_blocks, random_state
+        The kNN graph, as in :class:`GraphTransduction` (``M = L^p``, normalized or not).
+
+    Attributes
+    ----------
+    X_fit_ : training rows; dual_coef_ : ndarray (n, n_components), alpha
+    eigenvalues_ : ndarray (n_components,)
+    embedding_ : ndarray (n, n_components), f on the training rows
+    labels_ : ndarray (n,), 1 where the first eigenfunction is positive, else 0
+    """
+
+    def __init__(self, *, gamma_A=1e-3, gamma_I=1.0, n_components=1, kernel="rbf",
+                 kernel_params=None, eig_tol=1e-10, n_neighbors=10, metric="euclidean",
+                 weights="heat", t=None, symmetrize="max", normalized=True, p=1,
+                 search_epsilon=0.1, client=None, n_blocks=None, random_state=None):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.n_components = n_components
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.eig_tol = eig_tol
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.search_epsilon = search_epsilon
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    def fit(self, X, y=None, *, graph=None):
+        """Cluster the rows of X (``y`` is ignored); ``graph`` reuses a graph built on them."""
+        self._check_kernel_graph()
+        check_positive("gamma_I", self.gamma_I)
+        check_positive("eig_tol", self.eig_tol)
+        check_count("n_components", self.n_components)
+        X = dense_rows(X)
+        if self.n_components > X.shape[0] - 2:
+            raise ValueError(f"n_components must be at most n - 2 = {X.shape[0] - 2}")
+        check_graph_settings(self, X.shape[0])
+        K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
+        M = graph_laplacian(self, X, graph)
+        s, U = scipy.linalg.eigh(K)
+        keep = s > self.eig_tol * s[-1]
+        s, U = s[keep], U[:, keep]
+        if s.size < self.n_components + 1:
+            raise ValueError(f"the kernel matrix has numerical rank {s.size}; Eq 2.28 needs more "
+                             f"than n_components = {self.n_components}")
+        # an orthonormal basis of the e with 1^T f = (U^T 1)^T e = 0
+        Q = scipy.linalg.null_space((U.T @ np.ones(X.shape[0]))[None, :])
+        A = U.T @ M @ U
+        A[np.diag_indices_from(A)] += (self.gamma_A / self.gamma_I) / s
+        values, Z = scipy.linalg.eigh(Q.T @ A @ Q, subset_by_index=[0, self.n_components - 1])
+        E = Q @ Z
+        self.X_fit_ = X
+        self.dual_coef_ = U @ (E / s[:, None])
+        self.eigenvalues_ = values
+        self.embedding_ = U @ E
+        self.labels_ = (self.embedding_[:, 0] > 0).astype(int)
+        return self
+
+    def transform(self, X):
+        """The eigenfunctions at new rows: ``K(X, X_fit) alpha``."""
+        return self._scores(X)
+
+    def predict(self, X):
+        """Cluster of new rows: 1 where the first eigenfunction is positive."""
+        return (self._scores(X)[:, 0] > 0).astype(int)
+
+
+class ClassDependentLapRLS(ClassifierMixin, _KernelGraphModel):
+    """Supervised RLS with a separate intrinsic regularizer per class (thesis 2.8.2, Eq 2.29).
+
+    ``min 1/l sum_i (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I_pos/l^2 f_+^T M_+ f_+
+    + gamma_I_neg/l^2 f_-^T M_- f_-``, ``M_+``, ``M_-`` the Laplacians of kNN graphs built on the
+    positive and on the negative rows separately (all rows labeled: u = 0, so Eq 2.29's
+    ``(u+l)^2`` is ``l^2``). LapRLS (Eq 2.12) with ``gamma_I L`` replaced by
+    ``blockdiag(gamma_I_pos M_+, gamma_I_neg M_-)``: ``alpha = (K + gamma_A l I + C K / l)^-1 y``,
+    C that block-diagonal matrix in row order. A dense solve on the driver (n up to a few
+    thousand). Multi-class: one-vs-rest, class k's rows against the rest.
+
+    Parameters
+    ----------
+    gamma_A : float, default 1e-2
+    gamma_I_pos, gamma_I_neg : float, default 1.0
+        gamma_I^+ and gamma_I^- of Eq 2.29 (for one-vs-rest: the class and the rest).
+        Both 0 give kernel RLS.
+    kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize, normalized, p,
+    search_epsilon, client, n_blocks, random_state
+        As in :class:`RegularizedSpectralClustering`; ``n_neighbors`` must be below each
+        class's size.
+
+    Attributes
+    ----------
+    classes_, X_fit_, dual_coef_ : ndarray (n, 1) or (n, n_classes)
+    """
+
+    def __init__(self, *, gamma_A=1e-2, gamma_I_pos=1.0, gamma_I_neg=1.0, kernel="rbf",
+                 kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat", t=None,
+                 symmetrize="max", normalized=True, p=1, search_epsilon=0.1, client=None,
+                 n_blocks=None, random_state=None):
+        self.gamma_A = gamma_A
+        self.gamma_I_pos = gamma_I_pos
+        self.gamma_I_neg = gamma_I_neg
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.search_epsilon = search_epsilon
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        self._check_kernel_graph()
+        check_positive("gamma_I_pos", self.gamma_I_pos, allow_zero=True)
+        check_positive("gamma_I_neg", self.gamma_I_neg, allow_zero=True)
+        X = dense_rows(X)
+        classes, codes = encode_labels(y, X.shape[0], unlabeled=object())
+        targets = [1] if classes.size == 2 else list(range(classes.size))
+        for cls in targets:
+            for side in (codes == cls, codes != cls):
+                check_graph_settings(self, int(side.sum()))
+        K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
+        n = X.shape[0]
+        alphas = []
+        for cls in targets:
+            pos = codes == cls
+            C = np.zeros((n, n))
+            for side, weight in ((pos, self.gamma_I_pos), (~pos, self.gamma_I_neg)):
+                rows = np.flatnonzero(side)
+                if weight > 0:
+                    C[np.ix_(rows, rows)] = weight * graph_laplacian(self, X[rows])
+            A = K + C @ K / n
+            A[np.diag_indices_from(A)] += self.gamma_A * n
+            alphas.append(np.linalg.solve(A, np.where(pos, 1.0, -1.0)))
+        self.classes_ = classes
+        self.X_fit_ = X
+        self.dual_coef_ = np.column_stack(alphas)
+        return self
+
+    def decision_function(self, X):
+        scores = self._scores(X)
+        return scores[:, 0] if self.classes_.size == 2 else scores
+
+    def predict(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
