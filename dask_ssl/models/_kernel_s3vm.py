@@ -25,7 +25,8 @@ from ..kernels import check_kernel, kernel_matrix
 from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
 from ..linalg.mfn import exact_root
 from ._input import check_finite_local, encode_labels
-from .base import check_positive
+from ._s3vm import check_s3vm_params
+from .base import check_positive, fitted_info, restore_info
 
 LOSSES = ("l2", "sqr")
 
@@ -154,6 +155,17 @@ def dense_rows(X) -> np.ndarray:
     return X
 
 
+def expansion_scores(est, X) -> np.ndarray:
+    """``K(X, X_fit) alpha`` of a fitted kernel expansion (``X_fit_``, ``dual_coef_``)."""
+    if not hasattr(est, "dual_coef_"):
+        raise ValueError(f"this {type(est).__name__} is not fitted yet; call fit first")
+    X = dense_rows(X)
+    if X.shape[1] != est.X_fit_.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features; the model expects {est.X_fit_.shape[1]}")
+    return kernel_matrix(X, est.X_fit_, kernel=est.kernel,
+                         kernel_params=est.kernel_params) @ est.dual_coef_
+
+
 class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
     """Base of the kernel S3VMs: ``f_k(x) = sum_i alpha_ik K(x, x_i)`` over the training rows.
 
@@ -166,12 +178,9 @@ class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_common(self) -> None:
         check_positive("gamma", self.gamma)
-        check_positive("gamma_u", self.gamma_u, allow_zero=True)
+        check_s3vm_params(self)
         check_loss(self.loss)
         check_kernel(self.kernel, self.kernel_params)
-        r = self.pos_fraction
-        if r is not None and not (isinstance(r, (int, float, np.floating)) and 0.0 < r < 1.0):
-            raise ValueError(f"pos_fraction must be in (0, 1), got {r!r}")
 
     def fit(self, X, y, *, resume=False):
         """Fit on labeled and unlabeled rows.
@@ -211,6 +220,7 @@ class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
         self.X_fit_ = X
         self.dual_coef_ = np.column_stack([o["alpha"] for o in outs])
         self.n_features_in_ = X.shape[1]
+        self.data_shape_ = X.shape
         self.n_labeled_ = int((codes >= 0).sum())
         one = len(outs) == 1
         self.objective_ = outs[0]["objective"] if one else np.array([o["objective"] for o in outs])
@@ -225,22 +235,10 @@ class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _positive_fraction(self, y) -> float:
-        r = self.pos_fraction if self.pos_fraction is not None else float(np.mean(y[y != 0] > 0))
-        if not 0.0 < r < 1.0:
-            raise ValueError(f"the positive fraction r = {r} must be in (0, 1)")
-        return r
-
     # prediction --------------------------------------------------------------------------
     def decision_function(self, X):
         """``K(X, X_fit) alpha``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
-        if not hasattr(self, "dual_coef_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
-        X = dense_rows(X)
-        if X.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features; the model expects {self.X_fit_.shape[1]}")
-        scores = kernel_matrix(X, self.X_fit_, kernel=self.kernel,
-                               kernel_params=self.kernel_params) @ self.dual_coef_
+        scores = expansion_scores(self, X)
         return scores[:, 0] if self.classes_.size == 2 else scores
 
     def _labels_from_scores(self, scores):
@@ -257,17 +255,7 @@ class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
         if callable(self.kernel):
             raise ValueError("a model with a callable kernel cannot be saved; use a kernel by "
                              "name with kernel_params")
-        obj = self.objective_
-        return {
-            "n_features": int(self.n_features_in_),
-            "data_shape": [int(v) for v in self.X_fit_.shape],
-            "n_labeled": int(self.n_labeled_),
-            "classes": self.classes_.tolist(),
-            "objective": obj.tolist() if isinstance(obj, np.ndarray) else float(obj),
-            "n_iter": self.n_iter_.tolist() if isinstance(self.n_iter_, np.ndarray) else int(self.n_iter_),
-            "fit_seconds": float(self.fit_seconds_),
-            "history": self.history_,
-        }
+        return fitted_info(self)
 
     def _fitted_arrays(self) -> dict:
         return {"X_fit": self.X_fit_, "dual_coef": self.dual_coef_, "classes": self.classes_}
@@ -276,10 +264,4 @@ class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
         self.X_fit_ = arrays["X_fit"]
         self.dual_coef_ = arrays["dual_coef"]
         self.classes_ = arrays["classes"]
-        self.n_features_in_ = doc["n_features"]
-        self.n_labeled_ = doc["n_labeled"]
-        obj = doc["objective"]
-        self.objective_ = np.asarray(obj) if isinstance(obj, list) else obj
-        self.n_iter_ = np.asarray(doc["n_iter"]) if isinstance(doc["n_iter"], list) else doc["n_iter"]
-        self.fit_seconds_ = doc["fit_seconds"]
-        self.history_ = doc.get("history", [])
+        restore_info(self, doc)

@@ -182,17 +182,7 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
-        obj = self.objective_
-        return {
-            "n_features": int(self.n_features_in_),
-            "data_shape": [int(v) for v in self.data_shape_],
-            "n_labeled": int(self.n_labeled_),
-            "classes": self.classes_.tolist(),
-            "objective": obj.tolist() if isinstance(obj, np.ndarray) else float(obj),
-            "n_iter": self.n_iter_.tolist() if isinstance(self.n_iter_, np.ndarray) else int(self.n_iter_),
-            "fit_seconds": float(self.fit_seconds_),
-            "history": self.history_,
-        }
+        return fitted_info(self)
 
     def _fitted_arrays(self) -> dict:
         return {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_}
@@ -201,17 +191,37 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = arrays["coef"]
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
-        self.n_features_in_ = doc["n_features"]
-        self.data_shape_ = tuple(doc["data_shape"])
-        self.n_labeled_ = doc["n_labeled"]
-        self.objective_ = np.asarray(doc["objective"]) if isinstance(doc["objective"], list) else doc["objective"]
-        self.n_iter_ = doc["n_iter"]
-        self.fit_seconds_ = doc["fit_seconds"]
-        self.history_ = doc.get("history", [])
+        restore_info(self, doc)
 
     def coef_with_bias(self) -> np.ndarray:
         """Fitted weights as ``(k, d + 1)`` with the bias last: a ``coef_init`` for a retrain."""
         return np.column_stack([self.coef_, self.intercept_])
+
+
+def fitted_info(est) -> dict:
+    """The fitted scalars every saved classifier stores in ``model.json``."""
+    obj = est.objective_
+    return {
+        "n_features": int(est.n_features_in_),
+        "data_shape": [int(v) for v in est.data_shape_],
+        "n_labeled": int(est.n_labeled_),
+        "classes": est.classes_.tolist(),
+        "objective": obj.tolist() if isinstance(obj, np.ndarray) else float(obj),
+        "n_iter": est.n_iter_.tolist() if isinstance(est.n_iter_, np.ndarray) else int(est.n_iter_),
+        "fit_seconds": float(est.fit_seconds_),
+        "history": est.history_,
+    }
+
+
+def restore_info(est, doc: dict) -> None:
+    """Set the attributes :func:`fitted_info` stored."""
+    est.n_features_in_ = doc["n_features"]
+    est.data_shape_ = tuple(doc["data_shape"])
+    est.n_labeled_ = doc["n_labeled"]
+    est.objective_ = np.asarray(doc["objective"]) if isinstance(doc["objective"], list) else doc["objective"]
+    est.n_iter_ = doc["n_iter"]
+    est.fit_seconds_ = doc["fit_seconds"]
+    est.history_ = doc.get("history", [])
 
 
 def _block_scores(i, X, W, d):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernel_s3vm import KernelExpansionClassifier, check_count, fit_weighted
+from ._s3vm import positive_fraction
 from .base import check_positive
 
 
@@ -83,7 +84,7 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
 
     def _fit_binary(self, K, y):
         u = int((y == 0).sum())
-        n_pos = round(self._positive_fraction(y) * u)
+        n_pos = round(positive_fraction(self, y) * u)
         if not 0 < n_pos < u:
             raise ValueError(f"pos_fraction gives {n_pos} of {u} unlabeled rows positive; "
                              "both classes need at least one")

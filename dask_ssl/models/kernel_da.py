@@ -10,6 +10,7 @@ from scipy.special import entr, expit, logit, rel_entr
 
 from ._kernel_s3vm import (KernelExpansionClassifier, check_count, fit_weighted, half_loss,
                            s3vm_objective, weighted_alpha, weighted_factor)
+from ._s3vm import positive_fraction
 from .base import check_positive
 
 
@@ -117,7 +118,7 @@ class KernelDAS3VM(KernelExpansionClassifier):
     def _fit_binary(self, K, y):
         from ..loop import StageLoop
 
-        driver = KernelDADriver(self, K, y, self._positive_fraction(y))
+        driver = KernelDADriver(self, K, y, positive_fraction(self, y))
         k, n_parts = self._part
         url = self.checkpoint
         if url is not None and n_parts > 1:

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
 from ..kernels import check_kernel, kernel_matrix
 from ._graph_kernel import check_graph_settings, graph_laplacian
 from ._input import encode_labels
-from ._kernel_s3vm import check_count, dense_rows
+from ._kernel_s3vm import check_count, dense_rows, expansion_scores
 from .base import check_positive
 
 
@@ -22,13 +22,7 @@ class _KernelGraphModel(BaseEstimator):
         check_graph_settings(self)
 
     def _scores(self, X):
-        if not hasattr(self, "dual_coef_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
-        X = dense_rows(X)
-        if X.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features; the model expects {self.X_fit_.shape[1]}")
-        return kernel_matrix(X, self.X_fit_, kernel=self.kernel,
-                             kernel_params=self.kernel_params) @ self.dual_coef_
+        return expansion_scores(self, X)
 
 
 class RegularizedSpectralClustering(ClusterMixin, _KernelGraphModel):
