@@ -26,7 +26,7 @@ from ..linalg.kernels import active_weights, breakpoints_between, line_derivativ
 from ..linalg.mfn import exact_root
 from ._input import check_finite_local, encode_labels
 from ._s3vm import check_s3vm_params
-from .base import check_positive, fitted_info, restore_info
+from .base import OneVsRestLabels, check_positive, fitted_info, restore_info
 
 LOSSES = ("l2", "sqr")
 
@@ -166,7 +166,7 @@ def expansion_scores(est, X) -> np.ndarray:
                          kernel_params=est.kernel_params) @ est.dual_coef_
 
 
-class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
+class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     """Base of the kernel S3VMs: ``f_k(x) = sum_i alpha_ik K(x, x_i)`` over the training rows.
 
     Subclasses implement ``_fit_binary(K, y) -> dict`` (``y`` +1/-1 on labeled rows, 0 on
@@ -240,15 +240,6 @@ class KernelExpansionClassifier(ClassifierMixin, BaseEstimator):
         """``K(X, X_fit) alpha``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
         scores = expansion_scores(self, X)
         return scores[:, 0] if self.classes_.size == 2 else scores
-
-    def _labels_from_scores(self, scores):
-        scores = np.asarray(scores)
-        if scores.ndim == 1 or scores.shape[1] == 1:
-            return self.classes_[(scores.ravel() > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
-
-    def predict(self, X):
-        return self._labels_from_scores(self.decision_function(X))
 
     # persistence (see artifact.py): expansion points + coefficients; the kernel is a parameter
     def _fitted_info(self) -> dict:

@@ -27,7 +27,20 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
 
 
-class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
+class OneVsRestLabels:
+    """Labels from one-vs-rest scores: the sign for two classes, else the best class."""
+
+    def _labels_from_scores(self, scores):
+        scores = np.asarray(scores)
+        if scores.ndim == 1 or scores.shape[1] == 1:
+            return self.classes_[(scores.ravel() > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, X):
+        return self._labels_from_scores(self.decision_function(X))
+
+
+class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     """Base of the linear estimators: ``decision_function(x) = w^T x + b`` per class.
 
     Subclasses implement ``_fit_binary(blocks, y, costs, w0, token) -> dict`` where ``y`` holds
@@ -170,15 +183,6 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
                                  f"{self.coef_.shape[1]} features")
             scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores[:, 0] if self.classes_.size == 2 else scores
-
-    def _labels_from_scores(self, scores):
-        scores = np.asarray(scores)
-        if scores.ndim == 1 or scores.shape[1] == 1:
-            return self.classes_[(scores.ravel() > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
-
-    def predict(self, X):
-        return self._labels_from_scores(self.decision_function(X))
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:

@@ -10,7 +10,7 @@ from ..kernels import check_kernel, kernel_matrix
 from ._graph_kernel import check_graph_settings, graph_laplacian
 from ._input import encode_labels
 from ._kernel_s3vm import check_count, dense_rows, expansion_scores
-from .base import check_positive
+from .base import OneVsRestLabels, check_positive
 
 
 class _KernelGraphModel(BaseEstimator):
@@ -127,7 +127,7 @@ class RegularizedSpectralClustering(ClusterMixin, _KernelGraphModel):
         return (self._scores(X)[:, 0] > 0).astype(int)
 
 
-class ClassDependentLapRLS(ClassifierMixin, _KernelGraphModel):
+class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
     """Supervised RLS with a separate intrinsic regularizer per class (thesis 2.8.2, Eq 2.29).
 
     ``min 1/l sum_i (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I_pos/l^2 f_+^T M_+ f_+
@@ -204,11 +204,6 @@ class ClassDependentLapRLS(ClassifierMixin, _KernelGraphModel):
         return self
 
     def decision_function(self, X):
+        """``K(X, X_fit) alpha``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
         scores = self._scores(X)
         return scores[:, 0] if self.classes_.size == 2 else scores
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
