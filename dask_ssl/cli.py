@@ -13,7 +13,8 @@ import numpy as np
 
 from . import __version__
 
-ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM"}
+ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
+              "bb": "BranchAndBoundS3VM"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
 ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoint")
 

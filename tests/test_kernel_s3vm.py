@@ -230,3 +230,25 @@ def test_branch_and_bound_is_the_global_optimum(loss):
     assert s3vm_objective(a, K @ a, ys, 0.05, 3.0, loss, n_pos=6) >= obj - 1e-12
     with pytest.raises(NodeLimitError, match="max_nodes=5 nodes without proving"):
         BranchAndBoundS3VM(max_nodes=5, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("algorithm, estimator", [("kda", "KernelDAS3VM"),
+                                                  ("bb", "BranchAndBoundS3VM")])
+def test_cli_fit_and_predict(client, tmp_path, algorithm, estimator):
+    from sklearn.datasets import dump_svmlight_file
+
+    from dask_ssl.cli import main
+
+    X, truth, y = moons_draw(0, n=40)
+    data = tmp_path / "moons.svm"
+    dump_svmlight_file(X, np.where(y < 0, 0, np.where(y == 1, 1, -1)), str(data), zero_based=False)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", algorithm, "--gamma", "0.05",
+                     "--gamma-u", "2", "--model-out", str(model)]) == 0
+        assert main(["predict", "--model", str(model), "--data", str(data),
+                     "--outputs", str(tmp_path / "out")]) == 0
+    loaded = load_model(model)
+    assert loaded.model_document_["estimator"] == estimator
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "out"), loaded.decision_function(X), rtol=1e-9)
+    assert loaded.dual_coef_.shape == (40, 1)

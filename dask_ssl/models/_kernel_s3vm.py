@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from ..kernels import check_kernel, kernel_matrix
 from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
+from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
 from ._input import check_finite_local, encode_labels
 from ._s3vm import check_s3vm_params
@@ -145,7 +146,11 @@ def check_count(name, value, low=1) -> None:
 
 
 def dense_rows(X) -> np.ndarray:
-    """X as a finite two-dimensional float64 array (sparse input is densified)."""
+    """X as a finite two-dimensional float64 array on the driver (sparse input and row blocks
+    on the workers are gathered and densified)."""
+    if isinstance(X, RowBlocks):
+        parts = X.client.gather(X.blocks)
+        X = sp.vstack(parts) if sp.issparse(parts[0]) else np.vstack(parts)
     X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
@@ -187,8 +192,8 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
 
         Parameters
         ----------
-        X : array of shape (n, d)
-            All training rows (the expansion points of the result).
+        X : array, sparse matrix or RowBlocks, shape (n, d)
+            All training rows (the expansion points of the result), gathered dense.
         y : array of shape (n,)
             Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
         resume : bool, default=False
