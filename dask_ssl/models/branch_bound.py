@@ -26,7 +26,9 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
     The search tree branches on one unlabeled row's label per level (Fig 3.2). A node's lower
     bound is the objective of the SVM trained on the labeled rows and the rows labeled so far,
     the others dropped: their loss terms are >= 0, so no completion can do better, and the
-    bound grows down the tree to the objective itself at a leaf (3.2.2). A node that cannot meet
+    bound grows down the tree to the objective itself at a leaf (3.2.2). It is raised by the
+    least increase that labeling any one more row must cost (from the regularizer's strong
+    convexity), which prunes more of the tree near its leaves. A node that cannot meet
     the balance is dropped; once one class has all its rows the rest is forced. The tree is
     explored depth first; at each node the branch goes on the unlabeled row the node's SVM is
     most confident about (largest ``|f_j|``), its predicted label first (the thesis' labeling-
@@ -131,6 +133,20 @@ class _Search:
         alpha[P] = alpha_P
         return obj, alpha
 
+    def one_more(self, f, free) -> float:
+        """What labeling one more free row must add to the node's objective, at least.
+
+        The node's objective is gamma-strongly convex in the RKHS norm, so any f has
+        ``J_P(f) >= J_P(f*) + gamma/2 ||f - f*||^2``; a completion adds ``c V(y_j f(x_j))`` for
+        every free row, and moving ``f(x_j)`` by t costs at least ``t^2 / K_jj`` in squared
+        norm. For one row with ``a = 1 - |f*(x_j)|`` (its better label) the least increase is
+        ``c a^2 gamma / (2 (gamma + c K_jj))``; every completion adds at least the largest.
+        """
+        c = self.cost[free]
+        a = np.maximum(0.0, 1.0 - np.abs(f)) if self.est.loss == "l2" else 1.0 - np.abs(f)
+        gamma = self.est.gamma
+        return float(np.max(0.5 * c * a ** 2 * gamma / (gamma + c * self.K[free, free])))
+
     def child(self, z, j, label):
         """z with row j labeled, the rest forced once a class is full; None if unbalanced."""
         z = z.copy()
@@ -165,6 +181,9 @@ class _Search:
                                      "objective": obj})
                 continue
             f = self.K[free] @ alpha
+            obj += self.one_more(f, free)
+            if obj >= self.best:
+                continue
             k = int(np.argmax(np.abs(f)))
             first = 1.0 if f[k] >= 0 else -1.0
             for label in (-first, first):  # pushed second-first: the predicted label is popped first
