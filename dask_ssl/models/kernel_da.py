@@ -57,7 +57,12 @@ class KernelDAS3VM(KernelExpansionClassifier):
         R of Table 3.3: T is divided by it after every stage.
     epsilon : float, default=1e-6
         Inner loop ends when KL(p, q) < u epsilon; annealing ends when the entropy of p falls
-        below u epsilon or changes by less than that over a stage (as :class:`DAS3VM`).
+        below u epsilon (Table 3.3, as :class:`DAS3VM`). DAS3VM's second rule (the entropy
+        changed by less than u epsilon over a stage, for identical rows that the balance
+        splits) is not used: with the few hundred unlabeled rows of kernel problems the entropy
+        changes that little per stage while p is still near r at high T (two moons: annealing
+        stopped at T = 4 with every p_j = 0.5 +- 0.01). A split group of identical rows runs
+        to ``max_stages`` instead.
     max_stages : int, default=200
     max_inner : int, default=100
         Bounds on temperatures and on alpha-step / p-step alternations per temperature.
