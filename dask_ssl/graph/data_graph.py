@@ -130,13 +130,16 @@ def _finish_gram(i, X, pieces, token, lap, bias):
     return _transpose_times(X, Y, bias)
 
 
-def _weighted(i, X, token, name, rhs, bias):
-    """``[X, 1]^T diag(a) [X, 1]`` and ``[X, 1]^T (a * Y)`` of the block (``a``, ``Y`` stored
-    under ``name`` and ``rhs``)."""
+def _weighted(i, X, token, name, rhs, bias, gram):
+    """``[X, 1]^T (a * Y)`` of the block, with ``[X, 1]^T diag(a) [X, 1]`` first if ``gram``
+    (``a``, ``Y`` stored under ``name`` and ``rhs``)."""
     s = workerstate.get(token, i)
     a = s[name]
+    right = _transpose_times(X, a[:, None] * s[rhs], bias)
+    if not gram:
+        return (right,)
     rows = np.flatnonzero(a)
-    return gram_rows(X, rows, a[rows], bias), _transpose_times(X, a[:, None] * s[rhs], bias)
+    return gram_rows(X, rows, a[rows], bias), right
 
 
 # driver side ------------------------------------------------------------------------------
@@ -195,8 +198,15 @@ class DataGraph:
     def weighted_gram(self, name: str, rhs: str):
         """``([X,1]^T diag(a) [X,1], [X,1]^T (a * Y))`` for rows set by :meth:`set_rows`:
         one round trip."""
-        parts = self.blocks.call(_weighted, self.token, name, rhs, self.bias, combine=_sum_pairs)
+        parts = self.blocks.call(_weighted, self.token, name, rhs, self.bias, True,
+                                 combine=_sum_pairs)
         return _sum_pairs(parts)
+
+    def rhs(self, name: str, rhs: str) -> np.ndarray:
+        """``[X,1]^T (a * Y)`` alone (large d): one round trip."""
+        parts = self.blocks.call(_weighted, self.token, name, rhs, self.bias, False,
+                                 combine=_sum_pairs)
+        return _sum_pairs(parts)[0]
 
     def _halos(self, send_rows):
         return self.op._halos(send_rows)
