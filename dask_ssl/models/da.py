@@ -211,12 +211,24 @@ class DAS3VM(LinearSSLClassifier):
         Bound on w-step / p-step alternations per temperature.
     tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
         As in :class:`TSVM`.
+    kernel : str or callable, optional
+        Fit on Nystrom features ``K(x, landmarks) K_mm^-1/2`` of this kernel (the seeds'
+        kernel S3VM in feature space; :class:`~dask_ssl.kernels.nystrom.NystromFeatures`),
+        applied again at prediction. None (default): linear, on the input features.
+    kernel_params : dict, optional
+        The kernel's parameters, as :func:`sklearn.metrics.pairwise.pairwise_kernels` takes them.
+    n_components : int, default=100
+        Nystrom landmarks m (with ``kernel``).
+    landmarks : {"uniform", "kmeans++"}, default="uniform"
+    random_state : int or None
+        Seeds the landmark sampling.
     """
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, T0=10.0,
                  anneal_factor=1.5, epsilon=1e-6, max_stages=200, max_inner=100, tol=1e-6,
                  max_iter=100, fit_intercept=True, solver="auto", unlabeled=None, client=None,
-                 n_blocks=None, checkpoint=None, verbose=False):
+                 n_blocks=None, checkpoint=None, verbose=False, kernel=None, kernel_params=None,
+                 n_components=100, landmarks="uniform", random_state=None):
         self.gamma = gamma
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
@@ -234,6 +246,11 @@ class DAS3VM(LinearSSLClassifier):
         self.n_blocks = n_blocks
         self.checkpoint = checkpoint
         self.verbose = verbose
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.random_state = random_state
 
     def _check_params(self) -> None:
         super()._check_params()
