@@ -30,7 +30,7 @@ def _assemble(positions, inverse, *parts):
 def lined_up(blocks: RowBlocks, target: RowBlocks) -> bool:
     """Whether block ``b`` of ``blocks`` has the rows of block ``b`` of ``target``, on its worker."""
     return (blocks.n_blocks == target.n_blocks and np.array_equal(blocks.sizes, target.sizes)
-            and blocks.owners(refresh=True) == target.owners(refresh=True))
+            and blocks.owners() == target.owners())
 
 
 def take_rows(blocks: RowBlocks, rows: list, owners: list) -> RowBlocks:
