@@ -202,7 +202,7 @@ class LinearSSLClassifier(ClassifierMixin, BaseEstimator):
         if getattr(self, "feature_map_", None) is not None:
             if not isinstance(X, (RowBlocks, da.Array)) and not sp.issparse(X):
                 X = np.asarray(X, dtype=np.float64)
-            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            if len(X.shape) != 2 or X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has shape {X.shape}; the model expects "
                                  f"{self.n_features_in_} features")
             X = self.feature_map_.transform(X)
