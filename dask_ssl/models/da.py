@@ -211,17 +211,8 @@ class DAS3VM(LinearSSLClassifier):
         Bound on w-step / p-step alternations per temperature.
     tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
         As in :class:`TSVM`.
-    kernel : str or callable, optional
-        Fit on Nystrom features ``K(x, landmarks) K_mm^-1/2`` of this kernel (the seeds'
-        kernel S3VM in feature space; :class:`~dask_ssl.kernels.nystrom.NystromFeatures`),
-        applied again at prediction. None (default): linear, on the input features.
-    kernel_params : dict, optional
-        The kernel's parameters, as :func:`sklearn.metrics.pairwise.pairwise_kernels` takes them.
-    n_components : int, default=100
-        Nystrom landmarks m (with ``kernel``).
-    landmarks : {"uniform", "kmeans++"}, default="uniform"
-    random_state : int or None
-        Seeds the landmark sampling.
+    kernel, kernel_params, n_components, landmarks, random_state
+        Nystrom features before the linear fit, as in :class:`TSVM` (None: linear).
     """
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, T0=10.0,
