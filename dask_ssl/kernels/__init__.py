@@ -2,5 +2,6 @@
 blocks on the workers, Nystrom features."""
 
 from .base import check_kernel, kernel_matrix
+from .nystrom import NystromFeatures
 
-__all__ = ["check_kernel", "kernel_matrix"]
+__all__ = ["NystromFeatures", "check_kernel", "kernel_matrix"]

@@ -224,6 +224,31 @@ class MFNSolver:
     def dim(self) -> int:
         return self.blocks.n_features + (1 if self.bias else 0)
 
+    # The regularizer ``1/2 w^T R w``, here ``R = gamma I``. A subclass with another quadratic
+    # term (the graph term of Laplacian SVMs) overrides these five hooks and ``_begin``/``_moved``.
+    def _reg_apply(self, gamma, w):
+        """``R w`` for the current iterate ``w``."""
+        return gamma * w
+
+    def _reg_form(self, gamma, w, direction):
+        """``(w^T R w, w^T R d, d^T R d)`` for the line search along ``d``."""
+        return gamma * (w @ w), gamma * (w @ direction), gamma * (direction @ direction)
+
+    def _reg_matrix(self, gamma):
+        """``R`` as a matrix (small-d path)."""
+        return gamma * np.eye(self.dim)
+
+    def _normal_product(self, gamma, p):
+        """``(R + X^T A X) p``: one CG product (one round trip)."""
+        return gamma * p + sum(self._map(ws_normal_product, p, self.bias, combine=sum))
+
+    def _begin(self, w):
+        """Called with the starting iterate of :meth:`solve`."""
+
+    def _moved(self, w, delta, direction):
+        """The iterate after a line-search step."""
+        return w + delta * direction
+
     def _map(self, fn, *args, per_block=None, combine=None):
         return self.blocks.call(fn, self.token, *args, per_block=per_block, combine=combine)
 
@@ -234,17 +259,14 @@ class MFNSolver:
 
         (A Jacobi preconditioner took more iterations on the RCV1-like TSVM, 1467 trips
         against 1256: the rows are l2-normalized and the diagonal says little.)"""
-        def product(p):
-            return gamma * p + sum(self._map(ws_normal_product, p, self.bias, combine=sum))
-
         w = w0.copy()
-        r = rhs - (gamma * w + product_w0)
+        r = rhs - (self._reg_apply(gamma, w) + product_w0)
         target = self.cg_tol * max(np.linalg.norm(rhs), 1e-300)
         p = r.copy()
         rr = r @ r
         it = 0
         while np.sqrt(rr) > target and it < self.max_cg:
-            q = product(p)
+            q = self._normal_product(gamma, p)
             alpha = rr / (p @ q)
             w += alpha * p
             r -= alpha * q
@@ -260,12 +282,11 @@ class MFNSolver:
         slope = np.sum([p[2] for p in parts], axis=0)
         val = np.sum([p[3] for p in parts], axis=0)
         counts = np.sum([p[4] for p in parts], axis=0)
-        dd = direction @ direction
-        wd = w @ direction
-        der = der + gamma * (wd + deltas * dd)
-        slope = slope + gamma * dd
-        # |w + delta d|^2 expanded: no grid x d array on the driver
-        val = val + 0.5 * gamma * (w @ w + 2.0 * deltas * wd + deltas ** 2 * dd)
+        ww, wd, dd = self._reg_form(gamma, w, direction)
+        der = der + wd + deltas * dd
+        slope = slope + dd
+        # (w + delta d)^T R (w + delta d) expanded: no grid x d array on the driver
+        val = val + 0.5 * (ww + 2.0 * deltas * wd + deltas ** 2 * dd)
         return viol, der, slope, val, counts
 
     def _line_search(self, w, direction, gamma, grid, eager) -> float:
@@ -314,6 +335,7 @@ class MFNSolver:
         n_cg = 0
         history = []
         self._epilogue = epilogue
+        self._begin(w)
         for it in range(self.max_newton):
             # The Gram matrix carries over between solves (switches, stages): only rows whose
             # cost or side of the margin changed are sent, with a full rebuild now and then.
@@ -324,11 +346,11 @@ class MFNSolver:
             parts = self._map(ws_assemble, w, step, self.bias, self.gram, full,
                               per_block=per_block, combine=sum_parts)
             loss = sum(p[2] for p in parts)
-            history.append(0.5 * gamma * (w @ w) + loss)
+            history.append(0.5 * (w @ self._reg_apply(gamma, w)) + loss)
             if self.gram:
                 dG = np.sum([p[0] for p in parts], axis=0)
                 self._G = dG if full else self._G + dG
-                H = self._G + gamma * np.eye(self.dim)
+                H = self._G + self._reg_matrix(gamma)
                 rhs = np.sum([p[1] for p in parts], axis=0)
                 wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
             else:
@@ -345,14 +367,14 @@ class MFNSolver:
                 return MFNResult(wbar, objective, it + 1, n_cg, True, history,
                                  [p[5] for p in parts])
             delta = self._line_search(w, direction, gamma, grid, [p[6] for p in parts])
-            w = w + delta * direction
+            w = self._moved(w, delta, direction)
             step = delta
         return self._finish(w, step, gamma, self.max_newton, n_cg, False, history)
 
     def _finish(self, w, step, gamma, n_newton, n_cg, converged, history) -> MFNResult:
         """Leave the workers' outputs at the returned w; the objective is evaluated there."""
         parts = self._map(ws_advance, step, self._epilogue)
-        objective = float(0.5 * gamma * (w @ w) + sum(p[0] for p in parts))
+        objective = float(0.5 * (w @ self._reg_apply(gamma, w)) + sum(p[0] for p in parts))
         history.append(objective)
         return MFNResult(w, objective, n_newton, n_cg, converged, history,
                          [p[1] for p in parts])

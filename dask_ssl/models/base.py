@@ -51,6 +51,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     # fitting -----------------------------------------------------------------------------
     def _check_params(self) -> None:
         check_positive("gamma", self.gamma)
+        self._check_feature_map()
         check_positive("tol", self.tol)
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
             raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
@@ -101,34 +102,33 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             sample_weight, dtype=np.float64)
         if weights.shape != (blocks.n_rows,) or not np.all(np.isfinite(weights)) or (weights < 0).any():
             raise ValueError("sample_weight must be a finite, non-negative vector with one entry per row")
-        costs = weights / n_labeled
         targets = [1] if classes.size == 2 else list(range(classes.size))
-        dim = blocks.n_features + (1 if self.fit_intercept else 0)
+        self.feature_map_ = self._fit_feature_map(blocks)
+        features = blocks if self.feature_map_ is None else self.feature_map_.transform(blocks)
+        dim = features.n_features + (1 if self.fit_intercept else 0)
         if coef_init is not None:
             coef_init = np.asarray(coef_init, dtype=np.float64).reshape(len(targets), -1)
             if coef_init.shape[1] != dim:
                 raise ValueError(f"coef_init has {coef_init.shape[1]} columns, expected {dim} "
                                  f"(features{' + bias' if self.fit_intercept else ''})")
-        W, objectives, iters, histories, transductions = [], [], [], [], []
-        for k, cls in enumerate(targets):
-            self._part = (k, len(targets))
-            yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
-            token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
-            try:
-                # The driver's BLAS work is d-sized and between round trips; a threaded BLAS
-                # gains nothing there, and its spinning threads took a whole core from the
-                # workers of a LocalCluster (RCV1-like TSVM: driver CPU 48 s in a 50 s fit).
-                with threadpool_limits(limits=1, user_api="blas"):
-                    out = self._fit_binary(blocks, yk, costs, None if coef_init is None
-                                           else coef_init[k], token)
-            finally:
-                client.run(workerstate.drop, token)
-            W.append(out["w"])
-            objectives.append(out["objective"])
-            iters.append(out["n_iter"])
-            histories.append(out.get("history", []))
-            transductions.append(out.get("transduction"))
-        W = np.vstack(W)
+        # Estimators with a graph line the rows up with it; a re-split reorders the rows.
+        features, order = self._prepare(blocks, features, client)
+        if order is not None:
+            codes, weights = codes[order], weights[order]
+        costs = weights / n_labeled
+        try:
+            # The driver's BLAS work is d-sized and between round trips; a threaded BLAS
+            # gains nothing there, and its spinning threads took a whole core from the
+            # workers of a LocalCluster (RCV1-like TSVM: driver CPU 48 s in a 50 s fit).
+            with threadpool_limits(limits=1, user_api="blas"):
+                results = self._fit_targets(features, codes, targets, costs, coef_init, client)
+        finally:
+            self._release(client)
+        W = np.vstack([out["w"] for out in results])
+        objectives = [out["objective"] for out in results]
+        iters = [out["n_iter"] for out in results]
+        histories = [out.get("history", []) for out in results]
+        transductions = [out.get("transduction") for out in results]
         if self.fit_intercept:
             self.coef_, self.intercept_ = W[:, :-1].copy(), W[:, -1].copy()
         else:
@@ -139,14 +139,57 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         self.n_iter_ = iters[0] if len(iters) == 1 else np.array(iters)
         self.history_ = histories[0] if len(histories) == 1 else histories
         if all(t is not None for t in transductions):
-            self.transduction_ = self._labels_from_scores(np.column_stack(transductions))
+            scores = np.column_stack(transductions)
+            if order is not None:
+                scores = scores[np.argsort(order)]
+            self.transduction_ = self._labels_from_scores(scores)
         self.n_labeled_ = n_labeled
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
+    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client) -> list:
+        """One ``_fit_binary`` result per one-vs-rest target (a subclass may solve them together)."""
+        results = []
+        for k, cls in enumerate(targets):
+            self._part = (k, len(targets))
+            yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
+            token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
+            try:
+                results.append(self._fit_binary(blocks, yk, costs, None if coef_init is None
+                                                else coef_init[k], token))
+            finally:
+                client.run(workerstate.drop, token)
+        return results
+
+    def _prepare(self, blocks, features, client):
+        """Hook for estimators with a graph on the rows: returns the feature blocks to fit on
+        and the row order they hold (None: the input's order)."""
+        return features, None
+
+    def _release(self, client) -> None:
+        """Hook: free what :meth:`_prepare` set up on the workers."""
+
     def _check_data(self, codes: np.ndarray) -> None:
         """Hook for estimators that need unlabeled rows (the semi-supervised ones)."""
+
+    # feature map (kernel, n_components: Nystrom features before the linear model) -----------
+    def _check_feature_map(self) -> None:
+        if getattr(self, "kernel", None) is not None:
+            self._feature_map().check_params()
+
+    def _feature_map(self):
+        from ..kernels.nystrom import NystromFeatures
+
+        return NystromFeatures(kernel=self.kernel, kernel_params=self.kernel_params,
+                               n_components=self.n_components, landmarks=self.landmarks,
+                               random_state=self.random_state)
+
+    def _fit_feature_map(self, blocks):
+        """The fitted Nystrom map when ``kernel`` is set, else None."""
+        if getattr(self, "kernel", None) is None:
+            return None
+        return self._feature_map().fit(blocks)
 
     def _stage_loop(self, driver):
         """The resumable loop for the current one-vs-rest part (checkpoint per part)."""
@@ -169,6 +212,13 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         """``X w + b``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
         import dask.array as da
 
+        if getattr(self, "feature_map_", None) is not None:
+            if not isinstance(X, (RowBlocks, da.Array)) and not sp.issparse(X):
+                X = np.asarray(X, dtype=np.float64)
+            if len(X.shape) != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has shape {X.shape}; the model expects "
+                                 f"{self.n_features_in_} features")
+            X = self.feature_map_.transform(X)
         if isinstance(X, RowBlocks):
             W = np.column_stack([self.coef_, self.intercept_]).T
             parts = X.call(_block_scores, W, self.coef_.shape[1])
@@ -189,13 +239,29 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         return fitted_info(self)
 
     def _fitted_arrays(self) -> dict:
-        return {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_}
+        arrays = {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_}
+        fm = getattr(self, "feature_map_", None)
+        if fm is not None:
+            landmarks = fm.components_
+            arrays.update(landmarks=landmarks.toarray() if sp.issparse(landmarks) else landmarks,
+                          landmark_indices=fm.component_indices_,
+                          normalization=fm.normalization_)
+        return arrays
 
     def _restore(self, arrays: dict, doc: dict) -> None:
         self.coef_ = arrays["coef"]
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
         restore_info(self, doc)
+        self.feature_map_ = None
+        if "landmarks" in arrays:
+            fm = self._feature_map()
+            fm.components_ = arrays["landmarks"]
+            fm.component_indices_ = arrays["landmark_indices"]
+            fm.normalization_ = arrays["normalization"]
+            fm.n_features_in_ = fm.components_.shape[1]
+            fm.n_features_out_ = fm.normalization_.shape[1]
+            self.feature_map_ = fm
 
     def coef_with_bias(self) -> np.ndarray:
         """Fitted weights as ``(k, d + 1)`` with the bias last: a ``coef_init`` for a retrain."""

@@ -211,12 +211,15 @@ class DAS3VM(LinearSSLClassifier):
         Bound on w-step / p-step alternations per temperature.
     tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
         As in :class:`TSVM`.
+    kernel, kernel_params, n_components, landmarks, random_state
+        Nystrom features before the linear fit, as in :class:`TSVM` (None: linear).
     """
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, T0=10.0,
                  anneal_factor=1.5, epsilon=1e-6, max_stages=200, max_inner=100, tol=1e-6,
                  max_iter=100, fit_intercept=True, solver="auto", unlabeled=None, client=None,
-                 n_blocks=None, checkpoint=None, verbose=False):
+                 n_blocks=None, checkpoint=None, verbose=False, kernel=None, kernel_params=None,
+                 n_components=100, landmarks="uniform", random_state=None):
         self.gamma = gamma
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
@@ -234,6 +237,11 @@ class DAS3VM(LinearSSLClassifier):
         self.n_blocks = n_blocks
         self.checkpoint = checkpoint
         self.verbose = verbose
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.random_state = random_state
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -172,6 +172,17 @@ class TSVM(LinearSSLClassifier):
         Bound on switch-and-retrain rounds per stage (termination is finite anyway, Prop 6.3.1).
     verbose : bool, default=False
         Print a progress line per stage.
+    kernel : str or callable, optional
+        Fit on Nystrom features ``K(x, landmarks) K_mm^-1/2`` of this kernel (the seeds'
+        kernel S3VM in feature space; :class:`~dask_ssl.kernels.nystrom.NystromFeatures`),
+        applied again at prediction. None (default): linear, on the input features.
+    kernel_params : dict, optional
+        The kernel's parameters, as :func:`sklearn.metrics.pairwise.pairwise_kernels` takes them.
+    n_components : int, default=100
+        Nystrom landmarks m (with ``kernel``).
+    landmarks : {"uniform", "kmeans++"}, default="uniform"
+    random_state : int or None
+        Seeds the landmark sampling.
 
     Notes
     -----
@@ -182,7 +193,9 @@ class TSVM(LinearSSLClassifier):
 
     def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
                  tol=1e-6, max_iter=100, fit_intercept=True, solver="auto", unlabeled=None,
-                 client=None, n_blocks=None, checkpoint=None, max_inner=10000, verbose=False):
+                 client=None, n_blocks=None, checkpoint=None, max_inner=10000, verbose=False,
+                 kernel=None, kernel_params=None, n_components=100, landmarks="uniform",
+                 random_state=None):
         self.gamma = gamma
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
@@ -197,6 +210,11 @@ class TSVM(LinearSSLClassifier):
         self.checkpoint = checkpoint
         self.max_inner = max_inner
         self.verbose = verbose
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.random_state = random_state
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -1,0 +1,346 @@
+"""Linear manifold regularization on row blocks: Laplacian RLS and Laplacian L2-SVM, linear.
+
+Both minimize, over ``w`` (bias last, a regularized constant feature as in :class:`RLS` and
+:class:`L2SVM`) with outputs ``o = [X, 1] w`` on all ``n`` rows,
+
+    gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i V(y_i, o_i) + gamma_I/2 o^T M o,
+
+``M = L^p`` a (normalized) Laplacian of a kNN graph on the same rows, ``V`` the squared loss
+(LapRLS) or the squared hinge (LapSVM); ``c_i = 1`` unless a sample weight is given. The normal
+equations of the squared loss, multiplied by ``l``, are the linear paper's Eq 3,
+
+    (X_l^T X_l + gamma_A l I + gamma_I l X^T M X) w = X_l^T Y,
+
+with no ``1/(u+l)^2`` factor (ALGORITHMS.md 4.4, 7.1); ``gamma_I = 0`` is :class:`RLS` /
+:class:`L2SVM` with ``gamma = gamma_A``. The graph term acts on the outputs, bias included; for the
+unnormalized ``L`` (``L 1 = 0``) that is the paper's ``w^T X^T L X w``.
+
+Small d: ``X^T M X`` is formed once on the workers (:meth:`DataGraph.gram`, ``p + 1`` round
+trips) and every system is solved exactly by Cholesky. Large d: conjugate gradients whose
+product ``X_l^T C X_l z + gamma_A z + gamma_I X^T M X z`` costs ``p + 1`` round trips
+(:meth:`DataGraph.product`). With ``kernel`` set, the rows are first mapped to Nystrom features
+(:class:`~dask_ssl.kernels.nystrom.NystromFeatures`) and the graph is built on the input rows:
+kernel LapRLS / LapSVM in feature space.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg
+
+from ..graph.data_graph import DataGraph
+from ..graph.knn import check_knn_params
+from ..graph.laplacian import LaplacianOperator
+from ..graph.partition import check_partition
+from ..graph.weights import Graph, check_graph_params, knn_graph
+from ..linalg.block_cg import LocalSystem, block_cg
+from ..linalg.mfn import MFNSolver
+from ..linalg.rowblocks import RowBlocks
+from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
+from .l2svm import hinge_costs, init_blocks
+
+
+def _check_int(name, value):
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+class _LinearManifold(LinearSSLClassifier):
+    """What LinearLapRLS and LinearLapSVM share: parameters, the graph, the lined-up rows."""
+
+    def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
+                 weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
+                 search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
+                 landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
+                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.partition = partition
+        self.search_epsilon = search_epsilon
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        check_positive("gamma_A", self.gamma_A)
+        check_positive("gamma_I", self.gamma_I, allow_zero=True)
+        check_positive("tol", self.tol)
+        check_positive("search_epsilon", self.search_epsilon, allow_zero=True)
+        _check_int("max_iter", self.max_iter)
+        _check_int("p", self.p)
+        check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
+        check_partition(self.partition)
+        if self.solver not in ("auto", "gram", "cg"):
+            raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
+        self._check_feature_map()
+
+    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None):
+        """Build the kNN graph on the rows of ``X`` (unless ``graph`` is given) and fit.
+
+        Parameters
+        ----------
+        X : array, sparse matrix, dask array or RowBlocks, shape (n, d)
+        y : array of shape (n,), optional
+            Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
+        graph : Graph, optional
+            A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`).
+        sample_weight, coef_init
+            As in :meth:`LinearSSLClassifier.fit`.
+        """
+        self._check_params()
+        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        if graph is None:
+            check_knn_params(n_rows, self.n_neighbors, self.metric)
+        elif graph.n_rows != n_rows:
+            raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
+        self._graph_in = graph
+        try:
+            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init)
+        finally:
+            self._graph_in = None
+
+    def _gram_path(self, blocks) -> bool:
+        return self.solver == "gram" or (self.solver == "auto"
+                                         and blocks.n_features <= GRAM_MAX_FEATURES)
+
+    def _prepare(self, blocks, features, client):
+        t0 = time.perf_counter()
+        graph = self._graph_in
+        if graph is None:
+            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric, weights=self.weights,
+                              t=self.t, symmetrize=self.symmetrize,
+                              search_epsilon=self.search_epsilon, random_state=self.random_state)
+        self.graph_seconds_ = time.perf_counter() - t0
+        self.graph_ = graph
+        self._op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
+                                     partition=self.partition)
+        self._dg = DataGraph(features, self._op, bias=self.fit_intercept)
+        self.rows_moved_ = self._dg.moved
+        self._trips0 = self._dg.blocks.round_trips
+        return self._dg.blocks, self._dg.order
+
+    def _release(self, client) -> None:
+        dg, op = getattr(self, "_dg", None), getattr(self, "_op", None)
+        if dg is not None:
+            self.round_trips_ = dg.blocks.round_trips - self._trips0
+            dg.close()
+        if op is not None:
+            op.close()
+        self._dg = self._op = None
+
+
+class LinearLapRLS(_LinearManifold):
+    """Linear Laplacian RLS (linear manifold regularization paper, Eq 2-3) on row blocks.
+
+    Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i (y_i - o_i)^2 + gamma_I/2 o^T M o``
+    with ``o = [X, 1] w``: the solution of Eq 3, ``(X_l^T X_l + gamma_A l I + gamma_I l X^T M X)
+    w = X_l^T Y``. All one-vs-rest classes are columns of one solve.
+
+    Parameters
+    ----------
+    gamma_A : float, default=1e-3
+        Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma`` (``gamma_I = 0`` is RLS).
+    gamma_I : float, default=1e-2
+        Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor.
+    n_neighbors, metric, weights, t, symmetrize, normalized, p, partition, search_epsilon
+        The graph and ``M = L^p``, as in :class:`GraphTransduction` (here ``partition`` defaults
+        to None: the data's blocks; ``"metis"`` moves the data rows once to the re-split).
+    kernel : str or callable, optional
+        Fit on Nystrom features of this kernel (kernel LapRLS in feature space); the graph is
+        built on the input rows. None: linear.
+    kernel_params : dict, optional
+    n_components : int, default=100
+        Nystrom landmarks m (with ``kernel``).
+    landmarks : {"uniform", "kmeans++"}, default="uniform"
+    tol : float, default=1e-6
+        Relative residual of CG (large d).
+    max_iter : int, default=1000
+        CG iterations (large d).
+    fit_intercept : bool, default=True
+        Append a regularized constant feature (the bias), as :class:`RLS`.
+    solver : {'auto', 'gram', 'cg'}, default='auto'
+        'gram': form ``X^T M X`` and ``X_l^T C X_l`` on the workers and solve by Cholesky
+        (``p + 2`` round trips in all); 'cg': conjugate gradients, ``p + 1`` round trips per
+        iteration; 'auto': 'gram' up to ``GRAM_MAX_FEATURES`` features.
+    unlabeled, client, n_blocks
+        As in :class:`L2SVM`.
+    random_state : int or None
+        Seeds the kNN indexes and the landmarks.
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, objective_, n_iter_
+        ``objective_`` is the minimized objective above per class; ``n_iter_`` the CG
+        iterations (0 on the Gram path).
+    graph_ : Graph
+    graph_seconds_ : float
+        Time of the kNN graph build (0 for a given graph), inside ``fit_seconds_``.
+    round_trips_ : int
+        Round trips of the solve (graph build and setup excluded).
+    round_trips_per_iter_ : float or None
+        Round trips per CG iteration, measured (``p + 1``); None on the Gram path.
+    rows_moved_ : bool
+        Whether the data rows moved to line up with the graph's blocks.
+    feature_map_ : NystromFeatures or None
+    """
+
+    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client) -> list:
+        dg = self._dg
+        labeled = codes >= 0
+        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
+                             for cls in targets])
+        c = np.where(labeled, costs, 0.0)
+        dg.set_rows("c", c)
+        dg.set_rows("y", Y)
+        gamma_A, gamma_I = float(self.gamma_A), float(self.gamma_I)
+        self.round_trips_per_iter_ = None
+        if self._gram_path(blocks):
+            G, R = dg.weighted_gram("c", "y")
+            H = dg.gram()
+            A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
+            W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
+            AW = A @ W
+            n_iter, history = [0] * len(targets), [[] for _ in targets]
+        else:
+            R = dg.rhs("c", "y")
+
+            products = [0]
+
+            def product(P):
+                products[0] += 1
+                return gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c"))
+
+            system = LocalSystem(product, R, None if coef_init is None else coef_init.T)
+            trips = blocks.round_trips
+            res = block_cg(system, tol=self.tol, maxiter=self.max_iter)
+            self.round_trips_per_iter_ = (blocks.round_trips - trips) / products[0]
+            W = system.solution()
+            AW = product(W)
+            n_iter = res.n_iter.tolist()
+            history = [[{"cg_iter": k, "residual": float(h[j])} for k, h in enumerate(res.history)]
+                       for j in range(len(targets))]
+        # 1/2 w^T A w - w^T R + 1/2 sum_l c y^2: the objective without another pass over X
+        half_cyy = 0.5 * (c[:, None] * Y * Y).sum(axis=0)
+        objective = 0.5 * np.einsum("ij,ij->j", W, AW) - np.einsum("ij,ij->j", W, R) + half_cyy
+        return [{"w": W[:, j], "objective": float(objective[j]), "n_iter": int(n_iter[j]),
+                 "history": history[j]} for j in range(len(targets))]
+
+
+class GraphMFNSolver(MFNSolver):
+    """L2-SVM-MFN with the graph term ``gamma_I/2 o^T M o`` in its regularizer
+    ``1/2 w^T R w``, ``R = gamma I + gamma_I [X,1]^T M [X,1]``.
+
+    Every Newton system gets ``gamma_I X^T M X``: the matrix ``H`` on the small-d path, the
+    product (fused with the active-set product, ``p + 1`` round trips per CG iteration) on the
+    large-d path. The graph term is a quadratic in the step: the exact line search adds
+    ``gamma_I (w^T H d + delta d^T H d)`` to phi', with ``H d`` computed once per Newton step
+    (on the driver from ``H``, or one graph product) and ``H w`` carried along the steps.
+    """
+
+    def __init__(self, blocks, token, *, data_graph: DataGraph, gamma_I: float, H=None, **kw):
+        super().__init__(blocks, token, **kw)
+        self.dg, self.gamma_I, self.H = data_graph, float(gamma_I), H
+        self._dir = None
+        self.cg_trips = self.cg_products = 0
+
+    def _graph(self, v):
+        """``[X,1]^T M [X,1] v``."""
+        if self.H is not None:
+            return self.H @ v
+        return self.dg.product(v, gamma_I=1.0)
+
+    def _begin(self, w):
+        self._gw = self._graph(w) if w.any() else np.zeros_like(w)
+
+    def _moved(self, w, delta, direction):
+        self._gw = self._gw + delta * self._gd
+        return w + delta * direction
+
+    def _reg_apply(self, gamma, w):
+        return gamma * w + self.gamma_I * self._gw
+
+    def _reg_form(self, gamma, w, direction):
+        if direction is not self._dir:
+            self._dir, self._gd = direction, self._graph(direction)
+        g = self.gamma_I
+        return (gamma * (w @ w) + g * (w @ self._gw), gamma * (w @ direction) + g * (direction @ self._gw),
+                gamma * (direction @ direction) + g * (direction @ self._gd))
+
+    def _reg_matrix(self, gamma):
+        return gamma * np.eye(self.dim) + self.gamma_I * self.H
+
+    def _normal_product(self, gamma, p):
+        trips = self.blocks.round_trips
+        out = gamma * p + self.dg.product(p, gamma_I=self.gamma_I, weights=(self.token, "a"))
+        self.cg_trips += self.blocks.round_trips - trips
+        self.cg_products += 1
+        return out
+
+
+class LinearLapSVM(_LinearManifold):
+    """Linear Laplacian L2-SVM: L2-SVM-MFN with the graph term in every Newton system
+    (thesis ch. 6 conclusion; linear paper Eq 2 with the squared hinge).
+
+    Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i max(0, 1 - y_i o_i)^2 +
+    gamma_I/2 o^T M o``, ``o = [X, 1] w``; ``gamma_I = 0`` is :class:`L2SVM` with ``gamma =
+    gamma_A``. Each Newton system is ``(gamma_A I + X_j^T C_j X_j + gamma_I X^T M X) w =
+    X_j^T C_j Y_j`` (times ``l``: Eq 3 on the active set). One-vs-rest classes are fitted in
+    turn, sharing the graph and (small d) ``X^T M X``.
+
+    Parameters
+    ----------
+    gamma_A, gamma_I, n_neighbors, metric, weights, t, symmetrize, normalized, p, partition,
+    search_epsilon, kernel, kernel_params, n_components, landmarks, fit_intercept, solver,
+    unlabeled, client, n_blocks, random_state
+        As in :class:`LinearLapRLS`.
+    tol : float, default=1e-6
+        tau of the active-set stopping rule and epsilon of CG (as :class:`L2SVM`).
+    max_iter : int, default=1000
+        Maximum Newton steps.
+
+    Attributes
+    ----------
+    As :class:`LinearLapRLS`; ``n_iter_`` counts Newton steps, ``n_cg_`` CG iterations.
+    """
+
+    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client) -> list:
+        self._H = self._dg.gram() if self._gram_path(blocks) else None
+        self._n_cg, self._cg_trips = [], [0, 0]
+        try:
+            results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client)
+        finally:
+            self._H = None
+        self.n_cg_ = self._n_cg[0] if len(self._n_cg) == 1 else np.array(self._n_cg)
+        trips, products = self._cg_trips
+        self.round_trips_per_iter_ = trips / products if products else None
+        return results
+
+    def _fit_binary(self, blocks, y, costs, w0, token):
+        init_blocks(blocks, token, hinge_costs(y, costs))
+        solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I,
+                                H=self._H, bias=self.fit_intercept, gram=self._H is not None,
+                                tol=self.tol, max_newton=self.max_iter)
+        res = solver.solve(w0, self.gamma_A)
+        self._n_cg.append(res.n_cg)
+        self._cg_trips[0] += solver.cg_trips
+        self._cg_trips[1] += solver.cg_products
+        return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
+                "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}

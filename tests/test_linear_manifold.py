@@ -1,0 +1,174 @@
+"""Linear LapRLS / LapSVM and Nystrom features against dense NumPy/SciPy solutions on small data."""
+
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.sparse as sp
+
+from dask_ssl.kernels import NystromFeatures, kernel_matrix
+from dask_ssl.models import L2SVM, RLS, TSVM, LinearLapRLS, LinearLapSVM
+from dask_ssl.models.artifact import load_model, save_model
+
+
+def dense_M(W, normalized, p):
+    """``L^p`` of a weight matrix; the normalized L leaves isolated rows at zero."""
+    W = W.toarray()
+    deg = W.sum(axis=1)
+    if normalized:
+        inv = np.where(deg > 0, 1.0 / np.sqrt(np.where(deg > 0, deg, 1.0)), 0.0)
+        L = np.diag((deg > 0).astype(float)) - inv[:, None] * W * inv[None, :]
+    else:
+        L = np.diag(deg) - W
+    return np.linalg.matrix_power(L, p)
+
+
+# d = 15 (16 columns with the bias) and one-column CG systems: the Laplacian product kernels are
+# compiled per column count on each worker, and these two counts serve every test here.
+def problem(seed=0, n=150, d=15, n_labeled=24, n_classes=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    truth = np.digitize(X[:, 0] + 0.5 * X[:, 1], np.quantile(X[:, 0] + 0.5 * X[:, 1],
+                                                             np.linspace(0, 1, n_classes + 1)[1:-1]))
+    y = np.full(n, -1)
+    lab = rng.choice(n, n_labeled, replace=False)
+    y[lab] = truth[lab]
+    y[lab[:n_classes]] = np.arange(n_classes)
+    return X, y
+
+
+def eq3(X, y, M, gamma_A, gamma_I, classes):
+    """Linear paper Eq 3 with the bias as a constant feature: one column per class."""
+    Xa = np.column_stack([X, np.ones(X.shape[0])])
+    lab = np.flatnonzero(y != -1)
+    l = lab.size
+    A = Xa[lab].T @ Xa[lab] + gamma_A * l * np.eye(Xa.shape[1]) + gamma_I * l * Xa.T @ M @ Xa
+    Y = np.column_stack([np.where(y[lab] == c, 1.0, -1.0) for c in classes])
+    return np.linalg.solve(A, Xa[lab].T @ Y).T
+
+
+@pytest.mark.parametrize("solver,n_blocks", [("gram", 1), ("gram", 2), ("gram", 3),
+                                             ("cg", 1), ("cg", 3)])
+def test_laprls_solves_eq3(client, solver, n_blocks):
+    X, y = problem(n_classes=3 if solver == "gram" else 2)
+    X = sp.csr_matrix(X) if solver == "cg" else X
+    m = LinearLapRLS(gamma_A=0.01, gamma_I=0.3, p=2, solver=solver, tol=1e-13, client=client,
+                     n_blocks=n_blocks).fit(X, y)
+    Xd = X.toarray() if sp.issparse(X) else X
+    # two classes: one column, positive = classes_[1] (as every linear estimator here)
+    targets = m.classes_ if m.classes_.size > 2 else m.classes_[1:]
+    W = eq3(Xd, y, dense_M(m.graph_.to_scipy(), True, 2), 0.01, 0.3, targets)
+    got = np.column_stack([m.coef_, m.intercept_])
+    np.testing.assert_allclose(got, W, rtol=1e-8, atol=1e-8 * np.abs(W).max())
+    if solver == "cg":
+        assert m.round_trips_per_iter_ == 3  # p + 1
+        assert np.all(m.n_iter_ > 0)
+
+
+def test_laprls_without_graph_term_is_rls(client):
+    X, y = problem(seed=1, n_classes=2)
+    m = LinearLapRLS(gamma_A=0.02, gamma_I=0.0, client=client).fit(X, y)
+    r = RLS(gamma=0.02, client=client).fit(X, y)
+    np.testing.assert_allclose(m.coef_, r.coef_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(m.intercept_, r.intercept_, rtol=1e-8, atol=1e-12)
+    assert m.objective_ == pytest.approx(r.objective_, rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["gram", "cg"])
+def test_lapsvm_without_graph_term_is_l2svm(client, solver):
+    X, y = problem(seed=2, n_classes=2)
+    m = LinearLapSVM(gamma_A=0.01, gamma_I=0.0, solver=solver, client=client).fit(X, y)
+    r = L2SVM(gamma=0.01, solver=solver, client=client).fit(X, y)
+    assert m.objective_ == pytest.approx(r.objective_, rel=1e-9)
+
+
+def lapsvm_objective(X, y, M, w, gamma_A, gamma_I):
+    Xa = np.column_stack([X, np.ones(X.shape[0])])
+    o = Xa @ w
+    lab = y != 0
+    hinge = np.maximum(0.0, 1.0 - y[lab] * o[lab])
+    return 0.5 * gamma_A * w @ w + 0.5 / lab.sum() * hinge @ hinge + 0.5 * gamma_I * o @ M @ o
+
+
+@pytest.mark.parametrize("solver,n_blocks", [("gram", 2), ("cg", 1), ("cg", 3)])
+def test_lapsvm_reaches_dense_optimum(client, solver, n_blocks):
+    X, labels = problem(seed=3, n_classes=2)
+    y = np.where(labels == -1, 0, np.where(labels == 1, 1, -1))
+    gamma_A, gamma_I = 0.01, 0.05
+    m = LinearLapSVM(gamma_A=gamma_A, gamma_I=gamma_I, solver=solver, unlabeled=0,
+                     client=client, n_blocks=n_blocks).fit(X, y)
+    M = dense_M(m.graph_.to_scipy(), True, 1)
+    w = np.r_[m.coef_[0], m.intercept_]
+    assert lapsvm_objective(X, y, M, w, gamma_A, gamma_I) == pytest.approx(m.objective_, rel=1e-10)
+    ref = scipy.optimize.minimize(lambda v: lapsvm_objective(X, y, M, v, gamma_A, gamma_I),
+                                  np.zeros(X.shape[1] + 1), method="L-BFGS-B",
+                                  options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000}).fun
+    assert m.objective_ == pytest.approx(ref, rel=1e-8)
+    assert m.objective_ <= ref * (1 + 1e-9)
+    if solver == "cg":
+        assert m.round_trips_per_iter_ == 2  # p + 1
+
+
+def test_nystrom_with_every_row_a_landmark_is_exact_laprls(client):
+    """Eq 2.12 (thesis ch. 2): alpha = (J K + gamma_A l I + gamma_I l/(u+l)^2 L K)^-1 Y, whose
+    objective is the feature-space one with gamma_I/(u+l)^2 in place of gamma_I."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(70, 2))
+    Xt = rng.normal(size=(9, 2))
+    y = np.full(70, -1)
+    y[:12] = (X[:12, 0] > 0).astype(int)
+    y[:2] = [0, 1]
+    gamma_A, gamma_I, n = 0.01, 0.2, 70
+    params = {"gamma": 0.5}
+    m = LinearLapRLS(gamma_A=gamma_A, gamma_I=gamma_I / n ** 2, kernel="rbf",
+                     kernel_params=params, n_components=n, fit_intercept=False, client=client,
+                     n_blocks=2).fit(X, y)
+    assert m.feature_map_.n_features_out_ == n
+    K = kernel_matrix(X, kernel="rbf", kernel_params=params)
+    L = dense_M(m.graph_.to_scipy(), True, 1)
+    J = np.diag((y != -1).astype(float))
+    Y = np.where(y == -1, 0.0, np.where(y == 1, 1.0, -1.0))
+    l = 12
+    alpha = np.linalg.solve(J @ K + gamma_A * l * np.eye(n) + gamma_I * l / n ** 2 * L @ K, Y)
+    np.testing.assert_allclose(m.decision_function(X), K @ alpha, rtol=1e-8,
+                               atol=1e-8 * np.abs(K @ alpha).max())
+    Kt = kernel_matrix(Xt, X, kernel="rbf", kernel_params=params)
+    np.testing.assert_allclose(m.decision_function(Xt), Kt @ alpha, rtol=1e-8,
+                               atol=1e-8 * np.abs(Kt @ alpha).max())
+
+
+def test_tsvm_with_a_feature_map_fits_and_predicts_in_feature_space(client, tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(100, 3))
+    y = np.full(100, -1)
+    y[:16] = (np.linalg.norm(X[:16], axis=1) > 1.5).astype(int)
+    y[:2] = [0, 1]
+    kw = dict(kernel="rbf", kernel_params={"gamma": 0.3}, n_components=15,
+              landmarks="kmeans++", random_state=0)
+    m = TSVM(gamma=0.01, gamma_u=1e-4, client=client, **kw).fit(X, y)
+    Z = NystromFeatures(**kw).fit(X).transform(X)
+    ref = TSVM(gamma=0.01, gamma_u=1e-4, client=client).fit(Z, y)
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(Z), rtol=1e-8,
+                               atol=1e-10)
+    loaded = load_model(save_model(m, tmp_path / "model"))
+    np.testing.assert_array_equal(loaded.decision_function(X), m.decision_function(X))
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"gamma_I": -1.0}, "gamma_I"),
+    ({"kernel": "nope"}, "unknown kernel"),
+    ({"kernel": "rbf", "n_components": 0}, "n_components"),
+    ({"p": 0}, "p must be"),
+    ({"solver": "lu"}, "solver"),
+])
+def test_bad_parameters_are_refused_before_work(client, params, message):
+    X, y = problem(seed=6)
+    with pytest.raises(ValueError, match=message):
+        LinearLapRLS(client=client, **params).fit(X, y)
+
+
+def test_a_graph_on_other_rows_is_refused(client):
+    X, y = problem(seed=7)
+    g = LinearLapRLS(client=client).fit(X, y).graph_
+    with pytest.raises(ValueError, match="graph has 150 rows"):
+        LinearLapSVM(client=client).fit(X[:100], y[:100], graph=g)
