@@ -159,3 +159,36 @@ def test_block_matrix_of_a_power_and_bad_name():
     np.testing.assert_allclose(got, 2.0 * Lbb @ Lbb + np.diag(a[:12]), atol=1e-12)
     with pytest.raises(ValueError, match="preconditioner"):
         check_preconditioner("jacobi")
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.1])
+def test_transduction_gives_unlabeled_components_zero(client, mu):
+    """Two moons with labels plus a far blob without any: the blob's scores are 0 (module
+    docstring of graph_transduction), the moons' equal the dense solve on their own subgraph,
+    and plain CG agrees."""
+    from dask_ssl.data.generators import two_moons
+    from dask_ssl.models.graph_transduction import GraphTransduction
+
+    X, y = two_moons(n=160, noise=0.08, seed=1)
+    y = (np.asarray(y) > 0).astype(int)
+    blob = np.random.default_rng(0).normal(100.0, 0.3, size=(40, 2))
+    X = np.vstack([X, blob])
+    ys = np.full(200, -1)
+    ys[[np.flatnonzero(y == 0)[0], np.flatnonzero(y == 1)[0]]] = [0, 1]
+    est = GraphTransduction(n_neighbors=6, unlabeled_weight=mu, tol=1e-10, client=client,
+                            n_blocks=2, random_state=0)
+    gt = est.fit(X, ys)
+    W = gt.graph_.to_scipy()
+    moons = np.arange(160)
+    assert W[moons][:, 160:].nnz == 0  # the blob is its own component(s)
+    np.testing.assert_array_equal(gt.scores_[160:], 0.0)
+    np.testing.assert_array_equal(gt.label_distributions_[160:], 0.0)
+    Ybar = np.zeros((160, 2))
+    Ybar[ys[:160] >= 0, ys[ys >= 0]] = 1.0
+    L = laplacian(W[:160, :160].toarray(), normed=True)
+    exact = np.linalg.solve(L + np.diag(np.where(ys[:160] >= 0, 1.0, mu)), Ybar)
+    np.testing.assert_allclose(gt.scores_[:160], exact, atol=1e-8)
+    plain = GraphTransduction(n_neighbors=6, unlabeled_weight=mu, tol=1e-10, client=client,
+                              preconditioner=None).fit(X, ys, graph=gt.graph_)
+    np.testing.assert_allclose(plain.scores_, gt.scores_, atol=1e-7)
+    assert gt.n_iter_ < plain.n_iter_

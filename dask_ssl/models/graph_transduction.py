@@ -6,6 +6,13 @@ and 0 elsewhere. With ``mu = 0`` this is the thesis' graph transduction (the f-s
 method with nu = 0, and the first half of the fully decoupled method); with ``mu = 1``,
 ``M`` the normalized Laplacian and ``gamma_I = alpha / (1 - alpha)`` it is the fixed point of
 scikit-learn's ``LabelSpreading(alpha)`` on the same graph, times ``1 / (1 - alpha)``.
+
+Rows of a connected component without any labeled row have ``Ybar = 0``: their scores are 0 for
+every ``mu > 0``, and for ``mu = 0`` the system is singular there (any multiple of the
+component's null vector solves it) and 0 is its minimum-norm solution. Such rows get fidelity 1
+instead of ``mu``, which leaves every other row's scores unchanged (no edge leaves a component),
+makes the system nonsingular and keeps a warm start from carrying old values there: their
+scores are 0, their ``label_distributions_`` rows zero.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import check_knn_params, query_knn
 from ..graph.laplacian import LaplacianOperator
 from ..graph.partition import check_partition
+from ..graph.precond import check_preconditioner
 from ..graph.system import GraphSystem
 from ..graph.weights import Graph, check_graph_params, edge_weights, knn_graph
 from ..linalg import RowBlocks
@@ -64,7 +72,12 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         so the two agree to the CG tolerance, not bit for bit).
     unlabeled_weight : float, default 0.0
         mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
-        reproduces LabelSpreading's fixed point.
+        reproduces LabelSpreading's fixed point. Components without a labeled row use 1 (see
+        the module docstring; their scores are 0 either way).
+    preconditioner : {"block", None}, default "block"
+        ``"block"``: block-Jacobi preconditioned CG, each worker's rows of the system factored
+        where they lie (:mod:`dask_ssl.graph.precond`); with METIS blocks that no edge crosses
+        it solves the system in one pass. None: plain CG.
     tol : float, default 1e-6
         Relative residual at which each class column of block CG stops.
     max_iter : int, default 2000
@@ -98,8 +111,9 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, gamma_I=1.0, n_neighbors=10, metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p=1, partition="metis",
-                 unlabeled_weight=0.0, tol=1e-6, max_iter=2000, search_epsilon=0.1,
-                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
+                 unlabeled_weight=0.0, preconditioner="block", tol=1e-6, max_iter=2000,
+                 search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
+                 random_state=None):
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
         self.metric = metric
@@ -110,6 +124,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.p = p
         self.partition = partition
         self.unlabeled_weight = unlabeled_weight
+        self.preconditioner = preconditioner
         self.tol = tol
         self.max_iter = max_iter
         self.search_epsilon = search_epsilon
@@ -129,6 +144,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         check_knn_params(self.n_neighbors + 1, self.n_neighbors, self.metric)
         check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
         check_partition(self.partition)
+        check_preconditioner(self.preconditioner)
 
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
         """Build the graph (unless given) and solve for all classes.
@@ -171,9 +187,12 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         Ybar = np.zeros((n_rows, classes.size))
         Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
         fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
+        has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
+        fidelity[~has_label[diag.labels]] = 1.0
         op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
                                partition=self.partition)
-        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init)
+        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init,
+                             preconditioner=self.preconditioner)
         try:
             result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
             F = system.solution()
