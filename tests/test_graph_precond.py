@@ -192,3 +192,43 @@ def test_transduction_gives_unlabeled_components_zero(client, mu):
                               preconditioner=None).fit(X, ys, graph=gt.graph_)
     np.testing.assert_allclose(plain.scores_, gt.scores_, atol=1e-7)
     assert gt.n_iter_ < plain.n_iter_
+
+
+def test_local_scaling_weights(client):
+    """t="local": w_ij = exp(-d_ij^2 / (s_i s_j)), s_i the distance to row i's k-th neighbour
+    (the mean positive width where that is 0); symmetrized like heat weights; predictions use the
+    same rule for new rows."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from dask_ssl.graph.knn import build_knn
+    from dask_ssl.graph.weights import build_graph
+    from dask_ssl.linalg.rowblocks import RowBlocks
+    from dask_ssl.models.graph_transduction import GraphTransduction
+
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.standard_normal((150, 3)), 5.0 + 0.01 * rng.standard_normal((50, 3))])
+    X[190:] = X[189]  # 11 identical rows: their 6th neighbours are at distance 0
+    k = 6
+    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=3), k)
+    g = build_graph(neigh, t="local")
+    ind, dist = neigh.gather()
+    s = dist.max(axis=1).astype(float)
+    assert (s[189:] == 0).all()
+    s = np.where(s > 0, s, s[s > 0].mean())
+    np.testing.assert_allclose(g.local_widths(), s)
+    rows = np.repeat(np.arange(200), k)
+    D = sp.csr_matrix((np.exp(-dist.ravel().astype(float) ** 2 / (s[rows] * s[ind.ravel()])),
+                       (rows, ind.ravel())), shape=(200, 200))
+    np.testing.assert_allclose(g.to_scipy().toarray(), D.maximum(D.T).toarray(), atol=1e-6)
+    # Exact 6-NN distances (a duplicate's listed neighbours may be any of its copies).
+    exact = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X[:150])[0][:, -1]
+    np.testing.assert_allclose(s[:150], exact, rtol=1e-5)
+    with pytest.raises(ValueError, match="t must be"):
+        build_graph(neigh, t="wide")
+
+    y = np.r_[np.zeros(150, int), np.ones(50, int)]
+    ys = np.full(200, -1)
+    ys[[0, 160]] = [0, 1]
+    gt = GraphTransduction(n_neighbors=k, t="local", client=client, n_blocks=2).fit(X, ys)
+    assert gt.graph_.t == "local"
+    np.testing.assert_array_equal(gt.predict(X[[5, 170]] + 1e-3), [0, 1])

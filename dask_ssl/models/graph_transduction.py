@@ -30,7 +30,8 @@ from ..graph.laplacian import LaplacianOperator
 from ..graph.partition import check_partition
 from ..graph.precond import check_preconditioner
 from ..graph.system import GraphSystem
-from ..graph.weights import Graph, check_graph_params, edge_weights, knn_graph
+from ..graph.weights import LOCAL, Graph, check_graph_params, edge_weights, knn_graph, \
+    query_widths
 from ..linalg import RowBlocks
 from ..linalg.block_cg import block_cg
 from ._input import check_finite_local, encode_labels, to_blocks
@@ -58,8 +59,10 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
     metric : {"euclidean", "cosine"}, default "euclidean"
     weights : {"heat", "binary", "cosine"}, default "heat"
         Edge weights: heat kernel ``exp(-d^2/4t)``, 1, or cosine similarity.
-    t : float, optional
-        Heat-kernel width t; default ``(mean edge length)^2 / 4``.
+    t : float or "local", optional
+        Heat-kernel width t; default ``mean(edge length^2) / 4``. ``"local"``: a width per row
+        from its k-th neighbour's distance, ``exp(-d_ij^2 / (s_i s_j))`` (local scaling;
+        :mod:`dask_ssl.graph.weights`).
     symmetrize : {"max", "mean", "mutual"}, default "max"
     normalized : bool, default True
         Use ``D^-1/2 L D^-1/2`` (the seeds' experiments) instead of ``L = D - W``.
@@ -218,7 +221,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
             raise ValueError("this GraphTransduction is not fitted yet; call fit first")
         check_finite_local(X)
         ind, dist = query_knn(self.graph_.neighbors, X, self.n_neighbors, self.search_epsilon)
-        w = edge_weights(dist, self.graph_.weights, self.graph_.t)
+        products = None
+        if self.graph_.t == LOCAL:
+            widths = self.graph_.local_widths()
+            products = query_widths(widths, dist)[:, None] * widths[np.maximum(ind, 0)]
+        w = edge_weights(dist, self.graph_.weights, self.graph_.t, products)
         w = np.where(np.isfinite(dist), w, 0.0)
         # Far from every training row all heat weights underflow: fall back to a plain mean.
         flat = w.sum(axis=1) <= 0
