@@ -70,9 +70,9 @@ def test_preconditioned_solve_equals_dense_solve(client, n_blocks, partition, p)
     true = np.linalg.norm(B - A @ X, axis=0) / np.linalg.norm(B, axis=0)
     np.testing.assert_allclose(res.residual, true, rtol=1e-3, atol=1e-14)
     if n_blocks == 1:
-        # One block: the preconditioner is the inverse of the system, up to its tiny shift, for
-        # p = 1 and for L^p alike.
-        assert res.n_passes <= 3
+        # One block: the preconditioner is the inverse of the system up to its shift (1e-6
+        # relative: each pass gains ~6 digits), for p = 1 and for L^p alike.
+        assert res.n_passes <= 4
 
 
 def test_warm_start_with_preconditioner(client):

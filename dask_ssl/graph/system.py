@@ -214,8 +214,8 @@ class GraphSystem:
             self._r = [v.copy() for v in self._b_send]
             head = (_head_plain, ())
         self._p = [v.copy() for v in (self._z if self.preconditioned else self._r)]
-        # the update kernel also moves x, which the driver does not need on the send rows
-        self._x_unused = [np.zeros_like(v) for v in self._r]
+        # x on the send rows, moved by the update kernel as on the workers: a restart's halo
+        self._x = [v.copy() for v in self._x_send]
         heads, got = self._product("p", self._p, head, "finish")
         if head is not None:
             firsts = heads
@@ -229,7 +229,7 @@ class GraphSystem:
         active = np.asarray(active, bool)
         # The workers' update kernel, run on the send rows: the next p's halo values.
         rr, rz = np.empty(alpha.size), np.empty(alpha.size)
-        for k, (x, r, p, q) in enumerate(zip(self._x_unused, self._r, self._p, self._q)):
+        for k, (x, r, p, q) in enumerate(zip(self._x, self._r, self._p, self._q)):
             if self.preconditioned:
                 pcg_update(x, r, self._z[k], p, q, self._w[k], alpha, beta, active, rr, rz)
             else:
@@ -239,6 +239,12 @@ class GraphSystem:
         rr = sum(h[0] for h in heads)
         rz = sum(h[1] for h in heads) if self.preconditioned else None
         return self._finish(rr, rz, got)
+
+    def restart(self) -> Reductions:
+        """:meth:`start` again, seeded with the current ``X`` (after a CG breakdown)."""
+        self.seeded = True
+        self._x_send = self._x
+        return self.start()[0]
 
     def solution(self) -> np.ndarray:
         """The current ``X``, gathered (n x c, the graph's row order)."""

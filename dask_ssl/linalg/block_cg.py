@@ -28,6 +28,12 @@ alpha^2 q.w``: ``z`` follows ``r`` by the same recurrence instead of a fresh ``M
 next ``p`` (whose halo a distributed product needs) is known before the pass, and the
 preconditioner costs no extra round trip. Such a system also returns ``r.z``, ``z.q`` and ``q.w``;
 convergence is still judged on the true-norm ``|r| / |b|``.
+
+The recurred ``z`` drifts from ``M^-1 r`` by the rounding of each ``M^-1 q``; with a nearly
+singular ``M`` (a block of a graph whose few cut edges weigh ~1e-300) it drifted until ``r.z``
+or ``p.q`` lost its sign, 7e-3 short of the tolerance. A column that breaks down like that
+makes the driver *restart* the system (``system.restart()``: ``r = b - A x``, ``z = M^-1 r``,
+``p = z`` from the current ``x``, one pass), at most :data:`MAX_RESTARTS` times.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+#: Restarts after a breakdown (see the module docstring) before a column is given up.
+MAX_RESTARTS = 5
 
 
 @dataclass
@@ -116,11 +125,24 @@ def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None) -
     n_iter = np.zeros(rr.shape[0], dtype=np.int64)
     history = [np.sqrt(rr / scale)]
     passes = 1
+    restarts = 0
     for k in range(maxiter):
         # A non-positive p.q means p = 0 (no progress possible) or A is not positive definite on
-        # this column: stop it rather than divide by it.
-        # (r.z <= 0 means a preconditioner that is not positive definite on this column.)
-        active &= (red.pq > 0) & (rz > 0)
+        # this column; a non-positive r.z, an indefinite preconditioner. Either can also be the
+        # drift of the recurrences: restart from x, and stop the column if that does not help.
+        sound = (red.pq > 0) & (rz > 0)
+        if (active & ~sound).any() and restarts < MAX_RESTARTS:
+            restarts += 1
+            red = system.restart()
+            passes += 1
+            rr = red.rr
+            rz = red.preconditioned()[0]
+            active = rr > thresh
+            history.append(np.sqrt(rr / scale))
+            if callback is not None:
+                callback(k, history[-1])
+            continue
+        active &= sound
         if not active.any():
             break
         _, zq, qw = red.preconditioned()
@@ -174,6 +196,10 @@ class LocalSystem:
                           _colsum(self.R, self.Q), _colsum(self.Q, self.Q),
                           *((_colsum(self.R, self.Z), _colsum(self.Z, self.Q),
                              _colsum(self.Q, self.Wq)) if self._precond is not None else ()))
+
+    def restart(self) -> Reductions:
+        """:meth:`start` again from the current ``X``; returns the sums."""
+        return self.start()[0]
 
     def start(self):
         self.R = self.B - np.asarray(self._apply(self.X)).reshape(self.B.shape)
