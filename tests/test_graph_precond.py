@@ -232,3 +232,27 @@ def test_local_scaling_weights(client):
     gt = GraphTransduction(n_neighbors=k, t="local", client=client, n_blocks=2).fit(X, ys)
     assert gt.graph_.t == "local"
     np.testing.assert_array_equal(gt.predict(X[[5, 170]] + 1e-3), [0, 1])
+
+
+@pytest.mark.parametrize("preconditioner", [None, "block"])
+def test_restart_recomputes_the_true_residual(client, preconditioner):
+    """A restart (after a breakdown) seeds from the current x, whose halo the driver keeps on
+    the send rows: its r.r is |B - A X|^2 for the X gathered, and CG goes on to the solution."""
+    rng = np.random.default_rng(9)
+    W, _ = _scrambled(_chain_clusters(5, 20, rng, bridge=0.01), rng)
+    n = W.shape[0]
+    a = np.where(rng.random(n) < 0.1, 1.0, 0.01)
+    B = rng.standard_normal((n, 2))
+    A = laplacian(W.toarray(), normed=True) + np.diag(a)
+    op = LaplacianOperator(Graph.from_scipy(W, client=client, n_blocks=3), normalized=True)
+    system = GraphSystem(op, 1.0, a, B, preconditioner=preconditioner)
+    try:
+        block_cg(system, tol=1e-12, maxiter=4)
+        X = system.solution()
+        red = system.restart()
+        np.testing.assert_allclose(red.rr, ((B - A @ X) ** 2).sum(axis=0), rtol=1e-10)
+        assert block_cg(system, tol=1e-10, maxiter=500).converged.all()
+        np.testing.assert_allclose(system.solution(), np.linalg.solve(A, B), atol=1e-8)
+    finally:
+        system.close()
+        op.close()
