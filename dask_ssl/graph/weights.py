@@ -17,7 +17,7 @@ s_j))`` with ``s_i`` the distance to row ``i``'s k-th listed neighbour (1633 ite
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,6 +48,8 @@ class Graph:
         Heat-kernel width used (``exp(-d^2 / 4t)``), or ``"local"`` for per-row widths
         (:func:`local_widths`).
     symmetrize : str
+    widths : ndarray or None
+        Per-row widths of ``t="local"`` once known (:meth:`local_widths`).
     """
 
     neighbors: Neighbors | None
@@ -55,6 +57,7 @@ class Graph:
     weights: str
     t: float | None
     symmetrize: str
+    widths: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_rows(self) -> int:
@@ -77,12 +80,12 @@ class Graph:
 
     def local_widths(self) -> np.ndarray:
         """Per-row widths ``s`` of ``t="local"`` (from the kNN lists; computed once)."""
-        if getattr(self, "_widths", None) is None:
+        if self.widths is None:
             if self.neighbors is None:
                 raise ValueError("local widths need the kNN lists; this graph was given as a "
                                  "matrix")
-            self._widths = local_widths(self.neighbors)
-        return self._widths
+            self.widths = local_widths(self.neighbors)
+        return self.widths
 
 
 def check_graph_params(weights: str, symmetrize: str, t, metric: str) -> None:
@@ -233,9 +236,7 @@ def build_graph(neigh: Neighbors, *, weights: str = "heat", t: float | None = No
         if f.status == "error":
             f.result()
     W = RowBlocks(client, blocks, data.sizes.copy(), n, True)
-    graph = Graph(neigh, W, weights, t, symmetrize)
-    graph._widths = widths
-    return graph
+    return Graph(neigh, W, weights, t, symmetrize, widths)
 
 
 def knn_graph(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidean",
