@@ -2,6 +2,7 @@
 
     python benchmarks/bench_graph.py laplacian --rows 494021
     python benchmarks/bench_graph.py transduction --rows 100000 --labeled 0.01
+    python benchmarks/bench_graph.py solve --rows 50000 --n-labels 500
 
 ``laplacian``: a kNN-like random graph (10 neighbours a row drawn within a window, so that row
 order carries locality), a shuffled copy without it, the kNN graph of KDD99 (k = 10, heat
@@ -14,12 +15,22 @@ the rest of the vector.
 ``transduction``: the KDD99 10% sample (attack vs normal), a fraction of rows labeled:
 GraphTransduction (approximate kNN graph on the workers + block CG) vs
 ``LabelSpreading(kernel='knn')`` in one process, time and error on the unlabeled rows.
+
+``solve``: a KDD99 sample of ``--rows`` rows (attack vs normal), ``--n-labels`` labeled. First
+``GraphTransduction()`` with its defaults as a new user runs it: it starts its own 2-worker
+LocalCluster inside ``fit`` (cluster start, JIT compilation, kNN graph and solve all timed), then
+once more on that cluster (warm), next to ``LabelSpreading(kernel='knn', n_jobs=2)`` on the same
+rows. Then, on one kNN graph, the block-CG solve to relative residual ``--tol`` (passes, time
+after the graph, final residual, error) for three heat widths (the default ``4t = mean(d^2)``,
+the former default ``4t = (mean d)^2``, local scaling ``t="local"``), with and without the
+block-Jacobi preconditioner, on METIS blocks and on the data's blocks.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -194,9 +205,73 @@ def bench_transduction(args, client):
           f"{100 * e_gt:.2f} | {100 * e_ls:.2f} |")
 
 
+def _kdd99_sample(rows, n_labels, seed=0):
+    from dask_ssl.data.kdd99 import read_kdd99
+
+    X, y = read_kdd99(KDD99)
+    X = sp.csr_matrix(X).toarray().astype(np.float32)
+    y = (np.asarray(y) > 0).astype(int)
+    rng = np.random.default_rng(seed)
+    if rows < X.shape[0]:
+        keep = np.sort(rng.choice(X.shape[0], rows, replace=False))
+        X, y = X[keep], y[keep]
+    ys = np.full(y.shape, -1)
+    lab = rng.choice(y.size, n_labels, replace=False)
+    ys[lab] = y[lab]
+    return X, y, ys
+
+
+def bench_solve(args):
+    from sklearn.semi_supervised import LabelSpreading
+
+    from dask_ssl.cluster import get_client
+    from dask_ssl.graph.weights import build_graph
+    from dask_ssl.models.graph_transduction import GraphTransduction
+
+    X, y, ys = _kdd99_sample(args.rows, args.n_labels)
+    unl = ys == -1
+    print(f"KDD99 sample {X.shape}, {int((~unl).sum())} labeled, tol {args.tol}")
+    err = lambda labels: 100 * np.mean(labels[unl] != y[unl])  # noqa: E731
+    runs = []
+    for run in ("cold (own cluster started in fit)", "warm (same cluster)"):
+        t = time.perf_counter()
+        gt = GraphTransduction(tol=args.tol, random_state=0).fit(X, ys)
+        runs.append((run, time.perf_counter() - t, gt.n_iter_, err(gt.transduction_)))
+    t = time.perf_counter()
+    ls = LabelSpreading(kernel="knn", n_neighbors=10, n_jobs=2).fit(X, ys)
+    t_ls = time.perf_counter() - t
+    print("| estimator | s | iterations | error % |")
+    for run, secs, passes, e in runs:
+        print(f"| GraphTransduction(), {run} | {secs:.1f} | {passes} | {e:.2f} |")
+    print(f"| LabelSpreading(kernel='knn', n_jobs=2) | {t_ls:.1f} | {ls.n_iter_} | "
+          f"{err(ls.transduction_):.2f} |")
+    print(f"GraphTransduction (warm) / LabelSpreading time: {runs[1][1] / t_ls:.2f}")
+
+    client = get_client()  # the cluster GraphTransduction started
+    neigh = gt.graph_.neighbors
+    dist = neigh.gather()[1]
+    old_t = float(np.mean(dist[np.isfinite(dist)].astype(np.float64)) ** 2 / 4)
+    print("| width | partition | preconditioner | CG iterations | solve s | residual | error % |")
+    for name, t_width in (("4t = mean(d^2) (default)", None), ("4t = (mean d)^2", old_t),
+                          ("local", "local")):
+        graph = gt.graph_ if t_width is None else build_graph(neigh, t=t_width)
+        for partition in ("metis", None):
+            for pre in ("block", None):
+                t = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fit = GraphTransduction(tol=args.tol, max_iter=args.max_iter, t=t_width,
+                                            partition=partition, preconditioner=pre,
+                                            client=client).fit(X, ys, graph=graph)
+                secs = time.perf_counter() - t
+                print(f"| {name} | {partition} | {pre} | {fit.n_iter_} | {secs:.1f} | "
+                      f"{fit.history_[-1].max():.1e} | {err(fit.transduction_):.2f} |",
+                      flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["laplacian", "transduction"])
+    ap.add_argument("what", choices=["laplacian", "transduction", "solve"])
     ap.add_argument("--rows", type=int, default=494021)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--graphs", nargs="+", default=["row-local", "shuffled", "kdd99"],
@@ -209,11 +284,18 @@ def main():
     ap.add_argument("--cols", type=int, nargs="+", default=[1, 4, 16, 64],
                     help="right-hand sides per product (classes x hyperparameter values)")
     ap.add_argument("--labeled", type=float, default=0.01)
+    ap.add_argument("--n-labels", type=int, default=500, help="solve: labeled rows")
     ap.add_argument("--gamma", type=float, default=1.0)
-    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--tol", type=float, default=None,
+                    help="block-CG tolerance (default 1e-4 for transduction, 1e-6 for solve)")
     ap.add_argument("--max-iter", type=int, default=2000, help="block-CG passes")
     args = ap.parse_args()
     args.partition = None if args.partition == "none" else args.partition
+    if args.tol is None:
+        args.tol = 1e-6 if args.what == "solve" else 1e-4
+    if args.what == "solve":  # starts its own cluster, as GraphTransduction() does
+        bench_solve(args)
+        return
     with local_cluster(2) as client:
         (bench_laplacian if args.what == "laplacian" else bench_transduction)(args, client)
 

@@ -192,7 +192,7 @@ def test_weights_and_symmetrization(client):
     X = rng.standard_normal((200, 4))
     D = _directed_knn(X, 6)
     neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=3), 6)
-    t = np.mean(D.data) ** 2 / 4
+    t = np.mean(D.data ** 2) / 4
     heat = D.copy()
     heat.data = np.exp(-heat.data ** 2 / (4 * t))
     binary = (D > 0).astype(float)

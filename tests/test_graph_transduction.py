@@ -128,6 +128,7 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     ({"unlabeled_weight": -1.0}, "unlabeled_weight"),
     ({"n_neighbors": 30}, "smaller than the number of rows"),
     ({"partition": "spectral"}, "partition must be one of"),
+    ({"preconditioner": "amg"}, "preconditioner must be one of"),
 ])
 def test_bad_parameters(client, change, message):
     X = np.random.default_rng(0).random((30, 2))

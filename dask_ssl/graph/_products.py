@@ -210,3 +210,27 @@ def apply_finish(A, d, x, pieces, gamma, a, pv, r, q):
         _, finish = column_kernels(cols.start, cols.stop)
         _vectorized_call(finish, indptr, indices, data, d, v, float(gamma), a, pv, r, q, sums)
     return sums[0], sums[1], sums[2]
+
+
+@njit(cache=True, nogil=True)
+def pcg_update(x, r, z, p, q, w, alpha, beta, active, rr, rz):
+    """:func:`cg_update` of preconditioned CG (``z = M^-1 r``, ``w = M^-1 q``)::
+
+        x += alpha p;  r -= alpha q;  z -= alpha w;  p = z + beta p where active, else 0
+
+    with ``rr``, ``rz`` = column sums of the new ``r * r`` and ``r * z``. Not fastmath, for the
+    same reason as :func:`cg_update`.
+    """
+    n, c = r.shape
+    rr[:] = 0.0
+    rz[:] = 0.0
+    for i in range(n):
+        for t in range(c):
+            x[i, t] += alpha[t] * p[i, t]
+            ri = r[i, t] - alpha[t] * q[i, t]
+            zi = z[i, t] - alpha[t] * w[i, t]
+            r[i, t] = ri
+            z[i, t] = zi
+            p[i, t] = zi + beta[t] * p[i, t] if active[t] else 0.0
+            rr[t] += ri * ri
+            rz[t] += ri * zi

@@ -16,6 +16,24 @@ two give the next ``r.r`` by the recurrence
 ``|r - alpha q|^2 = r.r - 2 alpha r.q + alpha^2 q.q``, so ``beta`` is known before the next pass
 and no second reduction per iteration is needed; the true ``r.r`` returned by each pass
 re-anchors the recurrence, so its round-off does not accumulate.
+
+A *preconditioned* system (a symmetric positive definite ``M^-1`` applied where the vectors
+live, e.g. block Jacobi on the workers) also keeps ``z = M^-1 r`` and ``w = M^-1 q``, and a pass
+becomes::
+
+    x += alpha p;  r -= alpha q;  z -= alpha w;  p = z + beta p;  q = A p;  w = M^-1 q
+
+with ``alpha = r.z / p.q`` and ``beta`` from ``|r - alpha q|_M^-1^2 = r.z - 2 alpha z.q +
+alpha^2 q.w``: ``z`` follows ``r`` by the same recurrence instead of a fresh ``M^-1 r``, so the
+next ``p`` (whose halo a distributed product needs) is known before the pass, and the
+preconditioner costs no extra round trip. Such a system also returns ``r.z``, ``z.q`` and ``q.w``;
+convergence is still judged on the true-norm ``|r| / |b|``.
+
+The recurred ``z`` drifts from ``M^-1 r`` by the rounding of each ``M^-1 q``; with a nearly
+singular ``M`` (a block of a graph whose few cut edges weigh ~1e-300) it drifted until ``r.z``
+or ``p.q`` lost its sign, 7e-3 short of the tolerance. A column that breaks down like that
+makes the driver *restart* the system (``system.restart()``: ``r = b - A x``, ``z = M^-1 r``,
+``p = z`` from the current ``x``, one pass), at most :data:`MAX_RESTARTS` times.
 """
 
 from __future__ import annotations
@@ -24,15 +42,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+#: Restarts after a breakdown (see the module docstring) before a column is given up.
+MAX_RESTARTS = 5
+
 
 @dataclass
 class Reductions:
-    """Per-column sums returned by one pass of a system (each an array of length ``n_cols``)."""
+    """Per-column sums returned by one pass of a system (each an array of length ``n_cols``).
+
+    ``rz``, ``zq``, ``qw`` (``z = M^-1 r``, ``w = M^-1 q``) come from preconditioned systems;
+    None means ``M = I`` (they equal ``rr``, ``rq``, ``qq``).
+    """
 
     rr: np.ndarray
     pq: np.ndarray
     rq: np.ndarray
     qq: np.ndarray
+    rz: np.ndarray | None = None
+    zq: np.ndarray | None = None
+    qw: np.ndarray | None = None
+
+    def preconditioned(self):
+        """``(r.z, z.q, q.w)``, the sums the CG scalars come from."""
+        if self.rz is None:
+            return self.rr, self.rq, self.qq
+        return self.rz, self.zq, self.qw
 
 
 @dataclass
@@ -86,24 +120,41 @@ def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None) -
     scale = np.where(bb > 0, bb, 1.0)
     thresh = tol * tol * scale
     rr = red.rr
+    rz = red.preconditioned()[0]
     active = rr > thresh
     n_iter = np.zeros(rr.shape[0], dtype=np.int64)
     history = [np.sqrt(rr / scale)]
     passes = 1
+    restarts = 0
     for k in range(maxiter):
         # A non-positive p.q means p = 0 (no progress possible) or A is not positive definite on
-        # this column: stop it rather than divide by it.
-        active &= red.pq > 0
+        # this column; a non-positive r.z, an indefinite preconditioner. Either can also be the
+        # drift of the recurrences: restart from x, and stop the column if that does not help.
+        sound = (red.pq > 0) & (rz > 0)
+        if (active & ~sound).any() and restarts < MAX_RESTARTS:
+            restarts += 1
+            red = system.restart()
+            passes += 1
+            rr = red.rr
+            rz = red.preconditioned()[0]
+            active = rr > thresh
+            history.append(np.sqrt(rr / scale))
+            if callback is not None:
+                callback(k, history[-1])
+            continue
+        active &= sound
         if not active.any():
             break
+        _, zq, qw = red.preconditioned()
         pq = np.where(active, red.pq, 1.0)
-        alpha = np.where(active, rr / pq, 0.0)
-        rr_next = np.maximum(rr - 2.0 * alpha * red.rq + alpha * alpha * red.qq, 0.0)
-        beta = np.where(active, rr_next / np.where(rr > 0, rr, 1.0), 0.0)
+        alpha = np.where(active, rz / pq, 0.0)
+        rz_next = np.maximum(rz - 2.0 * alpha * zq + alpha * alpha * qw, 0.0)
+        beta = np.where(active, rz_next / np.where(rz > 0, rz, 1.0), 0.0)
         red = system.iterate(alpha, beta, active)
         passes += 1
         n_iter += active
         rr = red.rr
+        rz = red.preconditioned()[0]
         active &= rr > thresh
         history.append(np.sqrt(rr / scale))
         if callback is not None:
@@ -121,34 +172,61 @@ class LocalSystem:
     B : ndarray, shape (n,) or (n, c)
     X0 : ndarray, optional
         Seed (warm start); zero by default.
+    M_inv : same kinds as ``A``, optional
+        A symmetric positive definite preconditioner, applied as ``M_inv @ R``: CG runs on the
+        recurrences of the module docstring with ``z = M_inv r``.
     """
 
-    def __init__(self, A, B, X0=None):
-        self._apply = A if callable(A) and not hasattr(A, "shape") else (lambda P: A @ P)
+    def __init__(self, A, B, X0=None, M_inv=None):
+        self._apply = _as_function(A)
+        self._precond = None if M_inv is None else _as_function(M_inv)
         B = np.asarray(B, dtype=np.float64)
         self._vector = B.ndim == 1
         self.B = B.reshape(B.shape[0], -1)
         self.X = (np.zeros_like(self.B) if X0 is None
                   else np.array(np.asarray(X0, dtype=np.float64).reshape(self.B.shape)))
 
+    def _solve(self, V):
+        if self._precond is None:
+            return V
+        return np.asarray(self._precond(V)).reshape(self.B.shape)
+
     def _sums(self):
-        return Reductions(np.einsum("ij,ij->j", self.R, self.R),
-                          np.einsum("ij,ij->j", self.P, self.Q),
-                          np.einsum("ij,ij->j", self.R, self.Q),
-                          np.einsum("ij,ij->j", self.Q, self.Q))
+        return Reductions(_colsum(self.R, self.R), _colsum(self.P, self.Q),
+                          _colsum(self.R, self.Q), _colsum(self.Q, self.Q),
+                          *((_colsum(self.R, self.Z), _colsum(self.Z, self.Q),
+                             _colsum(self.Q, self.Wq)) if self._precond is not None else ()))
+
+    def restart(self) -> Reductions:
+        """:meth:`start` again from the current ``X``; returns the sums."""
+        return self.start()[0]
 
     def start(self):
         self.R = self.B - np.asarray(self._apply(self.X)).reshape(self.B.shape)
-        self.P = self.R.copy()
+        self.Z = self._solve(self.R)
+        self.P = self.Z.copy()
         self.Q = np.asarray(self._apply(self.P)).reshape(self.B.shape)
-        return self._sums(), np.einsum("ij,ij->j", self.B, self.B)
+        self.Wq = self._solve(self.Q)
+        return self._sums(), _colsum(self.B, self.B)
 
     def iterate(self, alpha, beta, active):
         self.X += alpha * self.P
         self.R -= alpha * self.Q
-        self.P = np.where(active, self.R + beta * self.P, 0.0)
+        if self._precond is not None:
+            self.Z = self.Z - alpha * self.Wq
+        self.P = np.where(active, (self.R if self._precond is None else self.Z) + beta * self.P,
+                          0.0)
         self.Q = np.asarray(self._apply(self.P)).reshape(self.B.shape)
+        self.Wq = self._solve(self.Q)
         return self._sums()
 
     def solution(self) -> np.ndarray:
         return self.X[:, 0].copy() if self._vector else self.X.copy()
+
+
+def _as_function(A):
+    return A if callable(A) and not hasattr(A, "shape") else (lambda P: A @ P)
+
+
+def _colsum(u, v):
+    return np.einsum("ij,ij->j", u, v)

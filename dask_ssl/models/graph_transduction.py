@@ -6,6 +6,13 @@ and 0 elsewhere. With ``mu = 0`` this is the thesis' graph transduction (the f-s
 method with nu = 0, and the first half of the fully decoupled method); with ``mu = 1``,
 ``M`` the normalized Laplacian and ``gamma_I = alpha / (1 - alpha)`` it is the fixed point of
 scikit-learn's ``LabelSpreading(alpha)`` on the same graph, times ``1 / (1 - alpha)``.
+
+Rows of a connected component without any labeled row have ``Ybar = 0``: their scores are 0 for
+every ``mu > 0``, and for ``mu = 0`` the system is singular there (any multiple of the
+component's null vector solves it) and 0 is its minimum-norm solution. Such rows get fidelity 1
+instead of ``mu``, which leaves every other row's scores unchanged (no edge leaves a component),
+makes the system nonsingular and keeps a warm start from carrying old values there: their
+scores are 0, their ``label_distributions_`` rows zero.
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import check_knn_params, query_knn
 from ..graph.laplacian import LaplacianOperator
 from ..graph.partition import check_partition
+from ..graph.precond import check_preconditioner
 from ..graph.system import GraphSystem
-from ..graph.weights import Graph, check_graph_params, edge_weights, knn_graph
+from ..graph.weights import LOCAL, Graph, check_graph_params, edge_weights, knn_graph, \
+    query_widths
 from ..linalg import RowBlocks
 from ..linalg.block_cg import block_cg
 from ._input import check_finite_local, encode_labels, to_blocks
@@ -50,8 +59,10 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
     metric : {"euclidean", "cosine"}, default "euclidean"
     weights : {"heat", "binary", "cosine"}, default "heat"
         Edge weights: heat kernel ``exp(-d^2/4t)``, 1, or cosine similarity.
-    t : float, optional
-        Heat-kernel width t; default ``(mean edge length)^2 / 4``.
+    t : float or "local", optional
+        Heat-kernel width t; default ``mean(edge length^2) / 4``. ``"local"``: a width per row
+        from its k-th neighbour's distance, ``exp(-d_ij^2 / (s_i s_j))`` (local scaling;
+        :mod:`dask_ssl.graph.weights`).
     symmetrize : {"max", "mean", "mutual"}, default "max"
     normalized : bool, default True
         Use ``D^-1/2 L D^-1/2`` (the seeds' experiments) instead of ``L = D - W``.
@@ -64,7 +75,12 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         so the two agree to the CG tolerance, not bit for bit).
     unlabeled_weight : float, default 0.0
         mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
-        reproduces LabelSpreading's fixed point.
+        reproduces LabelSpreading's fixed point. Components without a labeled row use 1 (see
+        the module docstring; their scores are 0 either way).
+    preconditioner : {"block", None}, default "block"
+        ``"block"``: block-Jacobi preconditioned CG, each worker's rows of the system factored
+        where they lie (:mod:`dask_ssl.graph.precond`); with METIS blocks that no edge crosses
+        it solves the system in one pass. None: plain CG.
     tol : float, default 1e-6
         Relative residual at which each class column of block CG stops.
     max_iter : int, default 2000
@@ -98,8 +114,9 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, gamma_I=1.0, n_neighbors=10, metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p=1, partition="metis",
-                 unlabeled_weight=0.0, tol=1e-6, max_iter=2000, search_epsilon=0.1,
-                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
+                 unlabeled_weight=0.0, preconditioner="block", tol=1e-6, max_iter=2000,
+                 search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
+                 random_state=None):
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
         self.metric = metric
@@ -110,6 +127,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.p = p
         self.partition = partition
         self.unlabeled_weight = unlabeled_weight
+        self.preconditioner = preconditioner
         self.tol = tol
         self.max_iter = max_iter
         self.search_epsilon = search_epsilon
@@ -129,6 +147,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         check_knn_params(self.n_neighbors + 1, self.n_neighbors, self.metric)
         check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
         check_partition(self.partition)
+        check_preconditioner(self.preconditioner)
 
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
         """Build the graph (unless given) and solve for all classes.
@@ -171,9 +190,12 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         Ybar = np.zeros((n_rows, classes.size))
         Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
         fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
+        has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
+        fidelity[~has_label[diag.labels]] = 1.0
         op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
                                partition=self.partition)
-        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init)
+        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init,
+                             preconditioner=self.preconditioner)
         try:
             result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
             F = system.solution()
@@ -199,7 +221,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
             raise ValueError("this GraphTransduction is not fitted yet; call fit first")
         check_finite_local(X)
         ind, dist = query_knn(self.graph_.neighbors, X, self.n_neighbors, self.search_epsilon)
-        w = edge_weights(dist, self.graph_.weights, self.graph_.t)
+        products = None
+        if self.graph_.t == LOCAL:
+            widths = self.graph_.local_widths()
+            products = query_widths(widths, dist)[:, None] * widths[np.maximum(ind, 0)]
+        w = edge_weights(dist, self.graph_.weights, self.graph_.t, products)
         w = np.where(np.isfinite(dist), w, 0.0)
         # Far from every training row all heat weights underflow: fall back to a plain mean.
         flat = w.sum(axis=1) <= 0
