@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -104,8 +105,6 @@ def test_fit_against_real_scheduler_and_workers(real_cluster, tmp_path):
 
 @pytest.mark.cluster
 def test_detached_fit_finishes_after_the_submitter_exits(real_cluster, tmp_path):
-    import time
-
     cluster = real_cluster(n_workers=2)
     data = tmp_path / "train.svm"
     write_problem(data, unlabeled_every=3)
@@ -140,3 +139,29 @@ def test_kdd99_model_predicts_with_its_training_encoding(client, kdd99_path, tmp
     doc = json.loads((model / "model.json").read_text())
     assert "kdd99_encoding" in doc
     assert np.loadtxt(tmp_path / "pred.out").shape == (300,)
+
+
+def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
+    # A fresh process, as from a shell: the clock starts when the process does.
+    data = tmp_path / "train.svm"
+    write_problem(data, unlabeled_every=3)
+    model = tmp_path / "model"
+    launched = time.time()
+    done = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "1",
+                           "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01",
+                           "--model-out", str(model), "--outputs", str(tmp_path / "out.txt")],
+                          capture_output=True, text=True, timeout=300)
+    ended = time.time()
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((model / "model.json").read_text())
+    phases, wall = doc["phases"], doc["wall_seconds"]
+    assert list(phases) == ["imports", "cluster", "read", "fit", "scores", "write"]
+    assert all(v > 0 for v in phases.values())
+    assert sum(phases.values()) == pytest.approx(wall, rel=0.05)
+    # The wall time starts at the process start, not at some later point inside it.
+    started = (model / "model.json").stat().st_mtime - wall
+    assert launched - 0.05 <= started <= launched + 0.5
+    assert wall < ended - launched
+    assert doc["fit_seconds"] <= phases["fit"]
+    for name in phases:
+        assert f"  {name}: done in" in done.stderr
