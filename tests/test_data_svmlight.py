@@ -127,3 +127,29 @@ def test_bad_arguments(tmp_path):
     (tmp_path / "empty.svm").write_text("# nothing but a comment\n\n")
     with pytest.raises(ValueError, match=r"no data lines in .*empty\.svm"):
         read_svmlight(tmp_path / "empty.svm")
+
+
+def test_every_number_form_reads_as_python_float(tmp_path):
+    # The one-pass scan converts plain decimals itself and hands the rest (exponents, long
+    # mantissas, signs, specials) to the general parser: both must give float()'s value.
+    rng = np.random.default_rng(5)
+    forms = ["{i}", "-{i}", "+{i}", "{i}.", ".{f}", "{i}.{f}", "-{i}.{f}", "{i}.{f}e-{e}",
+             "{i}E+{e}", "0.{f}{f}{f}", "-0", "0.0"]
+    tokens = []
+    for k in range(3000):
+        i, f = rng.integers(0, 10 ** rng.integers(1, 10)), rng.integers(0, 10 ** rng.integers(1, 10))
+        tokens.append(forms[k % len(forms)].format(i=i, f=f, e=rng.integers(0, 30)))
+    tokens[5::97] = ["inf", "-NaN", "1e400", "123456789012345678901.5"] * (len(tokens[5::97]) // 4) \
+        + ["2.5"] * (len(tokens[5::97]) % 4)
+    lines = [f"{k % 3 - 1} " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(tokens[k:k + 10]))
+             for k in range(0, len(tokens), 10)]
+    path = tmp_path / "numbers.svm"
+    path.write_text("\n".join(lines) + "\n")
+    X, _ = read_svmlight(path)
+    expected = np.array([float(t) for t in tokens])
+    assert X.nnz == len(tokens)
+    got = X.data  # in token order; stored zeros keep their sign
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    ok = ~np.isnan(expected)
+    assert (got[ok] == expected[ok]).all()
+    assert (np.signbit(got[ok]) == np.signbit(expected[ok])).all()
