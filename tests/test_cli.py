@@ -165,3 +165,26 @@ def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
     assert doc["fit_seconds"] <= phases["fit"]
     for name in phases:
         assert f"  {name}: done in" in done.stderr
+
+
+def test_two_concurrent_fits_on_one_file_share_the_block_cache(tmp_path):
+    import os
+
+    data = tmp_path / "train.svm"
+    write_problem(data, n=2000, unlabeled_every=3)
+    env = dict(os.environ, DASK_SSL_CACHE=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "1",
+                               "--data", str(data), "--gamma", "0.01",
+                               "--model-out", str(tmp_path / f"model{k}")],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    docs = [json.loads((tmp_path / f"model{k}" / "model.json").read_text()) for k in range(2)]
+    assert docs[0]["objective"] == docs[1]["objective"]
+    entries = list((tmp_path / "cache" / "blocks").glob("*.npz"))
+    assert entries and not list((tmp_path / "cache" / "blocks").glob(".*.tmp"))
+    for entry in entries:  # whole entries, whichever run renamed its copy last
+        with np.load(entry) as z:
+            assert z["indptr"][-1] == z["data"].size == z["indices"].size

@@ -153,3 +153,64 @@ def test_every_number_form_reads_as_python_float(tmp_path):
     ok = ~np.isnan(expected)
     assert (got[ok] == expected[ok]).all()
     assert (np.signbit(got[ok]) == np.signbit(expected[ok])).all()
+
+
+# The block cache -------------------------------------------------------------------------
+def _write(path, rows):
+    path.write_text("".join(f"{y} 1:{v} 3:1\n" for y, v in rows))
+
+
+def test_cache_serves_an_unchanged_file_and_reparses_a_changed_one(tmp_path):
+    import os
+
+    cache = tmp_path / "cache"
+    path = tmp_path / "d.svm"
+    _write(path, [(1, 0.5), (-1, 0.25)])
+    X, y = read_svmlight(path, cache=cache)
+    assert len(list((cache / "blocks").glob("*.npz"))) == 1
+    stat = path.stat()
+    # Other bytes, same size and modification time: the entry is used (what the key promises).
+    _write(path, [(1, 0.7), (-1, 0.25)])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    np.testing.assert_array_equal(read_svmlight(path, cache=cache)[0].toarray(), X.toarray())
+    # A new modification time: parsed again.
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+    assert read_svmlight(path, cache=cache)[0][0, 0] == 0.7
+    # A new size (the same modification time): parsed again.
+    _write(path, [(1, 0.75), (-1, 0.25)])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+    X2, y2 = read_svmlight(path, cache=cache)
+    assert X2[0, 0] == 0.75 and list(y2) == [1.0, -1.0]
+    assert len(list((cache / "blocks").glob("*.npz"))) == 1  # replaced, not piled up
+
+
+def test_corrupt_cache_entry_is_ignored_with_a_warning_and_rebuilt(client, svm_file, tmp_path):
+    path, (X_ref, y_ref) = svm_file
+    cache = tmp_path / "cache"
+    read_svmlight(path, cache=cache)
+    (entry,) = (cache / "blocks").glob("*.npz")
+    entry.write_bytes(entry.read_bytes()[:1000])  # a torn write, as after a crash
+    with pytest.warns(UserWarning, match="unreadable cache entry"):
+        X, y = read_svmlight(path, cache=cache)
+    _assert_same(X, y, X_ref, y_ref)
+    with np.load(entry) as z:  # rebuilt whole
+        assert z["data"].size == X_ref.nnz
+    # On the workers too: every block's entry is written, then served.
+    data = read_svmlight(path, client=client, n_blocks=3, cache=cache)
+    assert len(list((cache / "blocks").glob("*.npz"))) == 4
+    again = read_svmlight(path, client=client, n_blocks=3, cache=cache)
+    _assert_same(sp.vstack(client.gather(again.blocks), format="csr"), again.gather_labels(),
+                 X_ref, y_ref)
+    assert list(again.sizes) == list(data.sizes)
+
+
+def test_cache_can_be_turned_off(tmp_path, monkeypatch):
+    from dask_ssl.data.blockcache import cache_dir
+
+    monkeypatch.setenv("DASK_SSL_CACHE", "off")
+    assert cache_dir() is None
+    monkeypatch.setenv("DASK_SSL_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == str(tmp_path / "c")
+    monkeypatch.delenv("DASK_SSL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == str(tmp_path / "xdg" / "dask-ssl")

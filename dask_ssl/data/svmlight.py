@@ -18,6 +18,7 @@ path for small files and for prediction. With a client the result is a
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import fsspec
 from fsspec.utils import infer_compression
@@ -26,6 +27,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..linalg.rowblocks import RowBlocks, default_block_count
+from . import blockcache
 from ._numbers import EXACT, MAX_EXACT, POW10, INVALID, convert_flagged, parse_number
 
 _DEFAULT_BLOCK_BYTES = 64 * 2 ** 20
@@ -244,14 +246,29 @@ def _find_error(buf, n_features):
     return line, _OK, 0, 0
 
 
-def _parse_range(url, start, end, n_features, storage_options):
+def _parse_range(url, start, end, n_features, storage_options, cache=None):
     """Parse bytes ``[start, end)`` of ``url`` (a whole number of lines); ``end=None``: the
-    whole file, decompressed if its name says it is compressed.
+    whole file, decompressed if its name says it is compressed. ``cache``: a directory of
+    :mod:`.blockcache` entries, used for local files.
 
     Returns a dict: ``X`` (CSR, ``max_index`` columns), ``y``, ``n_lines`` (newlines in the
     range) and ``error`` (None, or ``(local line, message)``), so the driver can place the
     error at its line in the whole file.
     """
+    fs, local = fsspec.core.url_to_fs(url, **storage_options)
+    if cache is None or "file" not in fs.protocol:
+        return _parse_bytes(url, start, end, n_features, storage_options)
+    part = blockcache.load(cache, local, start, end, n_features)
+    if part is None:
+        stamp = blockcache.stamp_of(local)
+        part = _parse_bytes(url, start, end, n_features, storage_options)
+        if part["error"] is None:
+            blockcache.store(cache, local, start, end, n_features, part, stamp)
+    return part
+
+
+def _parse_bytes(url, start, end, n_features, storage_options):
+    """:func:`_parse_range` without the cache."""
     if end is None:
         with fsspec.open(url, "rb", compression="infer", **storage_options) as f:
             raw = f.read()
@@ -361,7 +378,8 @@ def _raise_first_error(ranges, metas):
         lines_before[url] = offset + meta["n_lines"]
 
 
-def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage_options=None):
+def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage_options=None,
+                  cache=False):
     """Read svmlight / libsvm files into CSR row blocks, parsed in parallel on the workers.
 
     Parameters
@@ -381,6 +399,12 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         least one each; ranges without data lines are dropped.
     storage_options : dict, optional
         Passed to fsspec (credentials, endpoints).
+    cache : bool or str, default False
+        Keep the parsed blocks of local files on disk, so that reading an unchanged file again
+        (same path, size and modification time, same blocks) skips parsing. ``True``: the
+        directory :func:`~dask_ssl.data.blockcache.cache_dir` names (``$DASK_SSL_CACHE``, else
+        ``~/.cache/dask-ssl``; ``DASK_SSL_CACHE=off`` turns it off); a string: that directory.
+        It must be reachable from the workers (it is on a LocalCluster).
 
     Returns
     -------
@@ -402,9 +426,14 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
     files = _expand(paths, storage_options)
     limit = int(n_features or 0)
+    if cache is True:
+        cache = blockcache.cache_dir()
+    elif cache:
+        cache = str(Path(cache).expanduser().resolve())
+    cache = cache or None
     if client is None:
         ranges = [(url, 0, None) for url, _ in files]
-        parts = [_parse_range(*r, limit, storage_options) for r in ranges]
+        parts = [_parse_range(*r, limit, storage_options, cache) for r in ranges]
         _raise_first_error(ranges, parts)
         if not any(p["X"].shape[0] for p in parts):
             raise ValueError(f"no data lines in {', '.join(url for url, _ in files)}")
@@ -419,7 +448,7 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
     workers = list(client.nthreads())
     # Round-robin preference: equal shares of blocks per worker, as the solvers' speed
     # needs; loose, so a block lost with its worker is rebuilt on another.
-    parts = [client.submit(_parse_range, *r, limit, storage_options,
+    parts = [client.submit(_parse_range, *r, limit, storage_options, cache,
                            workers=[workers[i % len(workers)]], allow_other_workers=True,
                            pure=False)
              for i, r in enumerate(ranges)]

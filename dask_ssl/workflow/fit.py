@@ -78,7 +78,9 @@ def read_data(path: str, fmt: str, client, n_features=None, encoding=None):
     if fmt == "auto":
         fmt = "kdd99" if "kddcup" in Path(path).name else "svmlight"
     if fmt == "svmlight":
-        return read_svmlight(path, client=client, n_features=n_features), None
+        # Parsed blocks are cached (see dask_ssl.data.blockcache): a second command on an
+        # unchanged file skips parsing.
+        return read_svmlight(path, client=client, n_features=n_features, cache=True), None
     if fmt == "kdd99":
         from ..data.kdd99 import KDD99Encoding, read_kdd99
 
