@@ -188,3 +188,25 @@ def test_two_concurrent_fits_on_one_file_share_the_block_cache(tmp_path):
     for entry in entries:  # whole entries, whichever run renamed its copy last
         with np.load(entry) as z:
             assert z["indptr"][-1] == z["data"].size == z["indices"].size
+
+
+def test_outputs_are_the_bytes_savetxt_writes(tmp_path):
+    import io
+
+    from dask_ssl.workflow.outputs import write_outputs
+
+    rng = np.random.default_rng(3)
+    cases = [rng.normal(size=20000) * 10.0 ** rng.integers(-16, 14, 20000),
+             # exact ties (half to even), carries into the next power of ten, %f/%e borders,
+             # signed zero, specials
+             np.array([1234567890.5, 1234567891.5, 9.99999999996, 99999.999995, 0.5, 2.5, 1e10,
+                       9999999999.5, 1e-4, 9.9999999999e-5, 1e-13, 1e-14, -0.0, 0.0, np.nan,
+                       np.inf, -np.inf, 1 / 3]),
+             rng.integers(0, 10 ** 10, 5000) + 0.5,
+             rng.normal(size=(300, 3))]
+    for k, scores in enumerate(cases):
+        expected = io.BytesIO()
+        np.savetxt(expected, scores, fmt="%.10g")
+        write_outputs(tmp_path / f"out{k}.txt", scores, chunk_rows=7000)
+        assert (tmp_path / f"out{k}.txt").read_bytes() == expected.getvalue()
+    assert not list(tmp_path.glob(".*.tmp"))
