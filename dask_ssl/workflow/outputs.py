@@ -15,23 +15,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from ..data._numbers import POW10
+from ..data._numbers import POW10, two_prod
 
-_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's splitter for doubles
 _LINE = 24  # bytes a value can take: sign, 10 digits, point, "e-13"
-
-
-@njit(cache=True)
-def _two_prod(a, b):
-    """``(p, e)`` with ``p = fl(a * b)`` and ``p + e == a * b`` exactly (no FMA needed)."""
-    p = a * b
-    t = _SPLIT * a
-    ah = t - (t - a)
-    al = a - ah
-    t = _SPLIT * b
-    bh = t - (t - b)
-    bl = b - bh
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 @njit(cache=True)
@@ -41,7 +27,7 @@ def _digits(x, e10):
     k = 9 - e10
     if k < 0 or k > 22:
         return -1
-    hi, lo = _two_prod(x, POW10[k])
+    hi, lo = two_prod(x, POW10[k])
     m = np.floor(hi)
     frac = hi - m  # exact; a multiple of ulp(hi) >= 2 |lo| unless it is 0
     if frac > 0.5 or (frac == 0.5 and lo > 0):
