@@ -142,7 +142,7 @@ def test_every_number_form_reads_as_python_float(tmp_path):
     tokens[5::97] = ["inf", "-NaN", "1e400", "123456789012345678901.5"] * (len(tokens[5::97]) // 4) \
         + ["2.5"] * (len(tokens[5::97]) % 4)
     # repr() of doubles: 17-digit mantissas, divided with the exact residual check
-    tokens += [repr(v) for v in rng.random(2000) * 10.0 ** rng.integers(-3, 4, 2000)]
+    tokens += [repr(float(v)) for v in rng.random(2000) * 10.0 ** rng.integers(-3, 4, 2000)]
     lines = [f"{k % 3 - 1} " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(tokens[k:k + 10]))
              for k in range(0, len(tokens), 10)]
     path = tmp_path / "numbers.svm"
