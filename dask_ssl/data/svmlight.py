@@ -75,6 +75,17 @@ def _flag(flags, n_flag, pos, s, e):
 
 
 @njit(cache=True)
+def _token_number(buf, s, n):
+    """The number token from ``s`` to the next break, by :func:`parse_number`:
+    ``(end, status, value)``."""
+    p = s
+    while p < n and not _is_break(buf[p]):
+        p += 1
+    status, value = parse_number(buf, s, p)
+    return p, status, value
+
+
+@njit(cache=True)
 def _scan(buf, max_rows, max_nnz, n_features):
     """Parse valid svmlight text in one pass over ``buf``; ``n_features=0`` means no limit.
 
@@ -111,9 +122,7 @@ def _scan(buf, max_rows, max_nnz, n_features):
                 p += 1
             continue
         s = p
-        while p < n and not _is_break(buf[p]):
-            p += 1
-        status, value = parse_number(buf, s, p)
+        p, status, value = _token_number(buf, s, n)
         if status == INVALID:
             ok = False
             break
@@ -159,9 +168,7 @@ def _scan(buf, max_rows, max_nnz, n_features):
                 if neg:
                     value = -value
             else:  # exponents, long mantissas, nan / inf, or not a number at all
-                while p < n and not _is_break(buf[p]):
-                    p += 1
-                status, value = parse_number(buf, s, p)
+                p, status, value = _token_number(buf, s, n)
                 if status == INVALID:
                     ok = False
                     break
