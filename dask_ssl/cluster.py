@@ -5,7 +5,9 @@ from __future__ import annotations
 import atexit
 import logging
 
+from dask.system import CPU_COUNT
 from distributed import Client, LocalCluster
+from distributed.system import MEMORY_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +24,18 @@ def _close_owned() -> None:
 
 
 atexit.register(_close_owned)
+
+#: Least memory (GB) a default LocalCluster leaves each worker (the README's peak worker RSS:
+#: 0.6-1.0 GB at kdd99-scale and RCV1-like full size), stated in ``--workers --help``.
+WORKER_MEMORY_GB = 2.0
+
+
+def default_workers() -> int:
+    """Workers of a LocalCluster started without a count: one single-threaded worker per CPU
+    core this process may use (cgroup quotas and affinity count, as dask reads them), fewer when
+    that would leave a worker less than ``WORKER_MEMORY_GB`` of the memory limit."""
+    by_memory = int(MEMORY_LIMIT // (WORKER_MEMORY_GB * 2 ** 30))
+    return max(1, min(CPU_COUNT, by_memory))
 
 
 def get_client(client: Client | None = None, *, scheduler: str | None = None,
@@ -46,7 +60,7 @@ def get_client(client: Client | None = None, *, scheduler: str | None = None,
     for owned in _OWNED:
         if n_workers is None or len(owned.scheduler_info(n_workers=-1)["workers"]) == n_workers:
             return owned
-    cluster = LocalCluster(n_workers=n_workers or 2, threads_per_worker=1,
+    cluster = LocalCluster(n_workers=n_workers or default_workers(), threads_per_worker=1,
                            dashboard_address=":0", silence_logs=logging.ERROR)
     # Workers on this machine are reachable: solver round trips skip the scheduler hop
     # (RCV1-like TSVM, 200 k rows: 29.8 -> 27.2 s, driver CPU 5.7 -> 4.3 s).

@@ -19,6 +19,16 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 logging.getLogger("distributed").setLevel(logging.WARNING)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _block_cache(tmp_path_factory):
+    """Commands cache parsed svmlight blocks (``$DASK_SSL_CACHE``): keep the suite's entries,
+    and those of the subprocesses it starts, out of the user's ~/.cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DASK_SSL_CACHE", str(tmp_path_factory.mktemp("dask-ssl-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -104,8 +105,6 @@ def test_fit_against_real_scheduler_and_workers(real_cluster, tmp_path):
 
 @pytest.mark.cluster
 def test_detached_fit_finishes_after_the_submitter_exits(real_cluster, tmp_path):
-    import time
-
     cluster = real_cluster(n_workers=2)
     data = tmp_path / "train.svm"
     write_problem(data, unlabeled_every=3)
@@ -140,3 +139,74 @@ def test_kdd99_model_predicts_with_its_training_encoding(client, kdd99_path, tmp
     doc = json.loads((model / "model.json").read_text())
     assert "kdd99_encoding" in doc
     assert np.loadtxt(tmp_path / "pred.out").shape == (300,)
+
+
+def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
+    # A fresh process, as from a shell: the clock starts when the process does.
+    data = tmp_path / "train.svm"
+    write_problem(data, unlabeled_every=3)
+    model = tmp_path / "model"
+    launched = time.time()
+    done = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "1",
+                           "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01",
+                           "--model-out", str(model), "--outputs", str(tmp_path / "out.txt")],
+                          capture_output=True, text=True, timeout=300)
+    ended = time.time()
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((model / "model.json").read_text())
+    phases, wall = doc["phases"], doc["wall_seconds"]
+    assert list(phases) == ["imports", "cluster", "read", "fit", "scores", "write"]
+    assert all(v > 0 for v in phases.values())
+    assert sum(phases.values()) == pytest.approx(wall, rel=0.05)
+    # The wall time starts at the process start, not at some later point inside it.
+    started = (model / "model.json").stat().st_mtime - wall
+    assert launched - 0.05 <= started <= launched + 0.5
+    assert wall < ended - launched
+    assert doc["fit_seconds"] <= phases["fit"]
+    for name in phases:
+        assert f"  {name}: done in" in done.stderr
+
+
+def test_two_concurrent_fits_on_one_file_share_the_block_cache(tmp_path):
+    import os
+
+    data = tmp_path / "train.svm"
+    write_problem(data, n=2000, unlabeled_every=3)
+    env = dict(os.environ, DASK_SSL_CACHE=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "1",
+                               "--data", str(data), "--gamma", "0.01",
+                               "--model-out", str(tmp_path / f"model{k}")],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    docs = [json.loads((tmp_path / f"model{k}" / "model.json").read_text()) for k in range(2)]
+    assert docs[0]["objective"] == docs[1]["objective"]
+    entries = list((tmp_path / "cache" / "blocks").glob("*.npz"))
+    assert entries and not list((tmp_path / "cache" / "blocks").glob(".*.tmp"))
+    for entry in entries:  # whole entries, whichever run renamed its copy last
+        with np.load(entry) as z:
+            assert z["indptr"][-1] == z["data"].size == z["indices"].size
+
+
+def test_outputs_are_the_bytes_savetxt_writes(tmp_path):
+    import io
+
+    from dask_ssl.workflow.outputs import write_outputs
+
+    rng = np.random.default_rng(3)
+    cases = [rng.normal(size=20000) * 10.0 ** rng.integers(-16, 14, 20000),
+             # exact ties (half to even), carries into the next power of ten, %f/%e borders,
+             # signed zero, specials
+             np.array([1234567890.5, 1234567891.5, 9.99999999996, 99999.999995, 0.5, 2.5, 1e10,
+                       9999999999.5, 1e-4, 9.9999999999e-5, 1e-13, 1e-14, -0.0, 0.0, np.nan,
+                       np.inf, -np.inf, 1 / 3]),
+             rng.integers(0, 10 ** 10, 5000) + 0.5,
+             rng.normal(size=(300, 3))]
+    for k, scores in enumerate(cases):
+        expected = io.BytesIO()
+        np.savetxt(expected, scores, fmt="%.10g")
+        write_outputs(tmp_path / f"out{k}.txt", scores, chunk_rows=7000)
+        assert (tmp_path / f"out{k}.txt").read_bytes() == expected.getvalue()
+    assert not list(tmp_path.glob(".*.tmp"))

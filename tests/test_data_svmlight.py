@@ -127,3 +127,92 @@ def test_bad_arguments(tmp_path):
     (tmp_path / "empty.svm").write_text("# nothing but a comment\n\n")
     with pytest.raises(ValueError, match=r"no data lines in .*empty\.svm"):
         read_svmlight(tmp_path / "empty.svm")
+
+
+def test_every_number_form_reads_as_python_float(tmp_path):
+    # The one-pass scan converts plain decimals itself and hands the rest (exponents, long
+    # mantissas, signs, specials) to the general parser: both must give float()'s value.
+    rng = np.random.default_rng(5)
+    forms = ["{i}", "-{i}", "+{i}", "{i}.", ".{f}", "{i}.{f}", "-{i}.{f}", "{i}.{f}e-{e}",
+             "{i}E+{e}", "0.{f}{f}{f}", "-0", "0.0"]
+    tokens = []
+    for k in range(3000):
+        i, f = rng.integers(0, 10 ** rng.integers(1, 10)), rng.integers(0, 10 ** rng.integers(1, 10))
+        tokens.append(forms[k % len(forms)].format(i=i, f=f, e=rng.integers(0, 30)))
+    tokens[5::97] = ["inf", "-NaN", "1e400", "123456789012345678901.5"] * (len(tokens[5::97]) // 4) \
+        + ["2.5"] * (len(tokens[5::97]) % 4)
+    # repr() of doubles: 17-digit mantissas, divided with the exact residual check
+    tokens += [repr(float(v)) for v in rng.random(2000) * 10.0 ** rng.integers(-3, 4, 2000)]
+    lines = [f"{k % 3 - 1} " + " ".join(f"{j + 1}:{t}" for j, t in enumerate(tokens[k:k + 10]))
+             for k in range(0, len(tokens), 10)]
+    path = tmp_path / "numbers.svm"
+    path.write_text("\n".join(lines) + "\n")
+    X, _ = read_svmlight(path)
+    expected = np.array([float(t) for t in tokens])
+    assert X.nnz == len(tokens)
+    got = X.data  # in token order; stored zeros keep their sign
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    ok = ~np.isnan(expected)
+    assert (got[ok] == expected[ok]).all()
+    assert (np.signbit(got[ok]) == np.signbit(expected[ok])).all()
+
+
+# The block cache -------------------------------------------------------------------------
+def _write(path, rows):
+    path.write_text("".join(f"{y} 1:{v} 3:1\n" for y, v in rows))
+
+
+def test_cache_serves_an_unchanged_file_and_reparses_a_changed_one(tmp_path):
+    import os
+
+    cache = tmp_path / "cache"
+    path = tmp_path / "d.svm"
+    _write(path, [(1, 0.5), (-1, 0.25)])
+    X, y = read_svmlight(path, cache=cache)
+    assert len(list((cache / "blocks").glob("*.npz"))) == 1
+    stat = path.stat()
+    # Other bytes, same size and modification time: the entry is used (what the key promises).
+    _write(path, [(1, 0.7), (-1, 0.25)])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    np.testing.assert_array_equal(read_svmlight(path, cache=cache)[0].toarray(), X.toarray())
+    # A new modification time: parsed again.
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+    assert read_svmlight(path, cache=cache)[0][0, 0] == 0.7
+    # A new size (the same modification time): parsed again.
+    _write(path, [(1, 0.75), (-1, 0.25)])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+    X2, y2 = read_svmlight(path, cache=cache)
+    assert X2[0, 0] == 0.75 and list(y2) == [1.0, -1.0]
+    assert len(list((cache / "blocks").glob("*.npz"))) == 1  # replaced, not piled up
+
+
+def test_corrupt_cache_entry_is_ignored_with_a_warning_and_rebuilt(client, svm_file, tmp_path):
+    path, (X_ref, y_ref) = svm_file
+    cache = tmp_path / "cache"
+    read_svmlight(path, cache=cache)
+    (entry,) = (cache / "blocks").glob("*.npz")
+    entry.write_bytes(entry.read_bytes()[:1000])  # a torn write, as after a crash
+    with pytest.warns(UserWarning, match="unreadable cache entry"):
+        X, y = read_svmlight(path, cache=cache)
+    _assert_same(X, y, X_ref, y_ref)
+    with np.load(entry) as z:  # rebuilt whole
+        assert z["data"].size == X_ref.nnz
+    # On the workers too: every block's entry is written, then served.
+    data = read_svmlight(path, client=client, n_blocks=3, cache=cache)
+    assert len(list((cache / "blocks").glob("*.npz"))) == 4
+    again = read_svmlight(path, client=client, n_blocks=3, cache=cache)
+    _assert_same(sp.vstack(client.gather(again.blocks), format="csr"), again.gather_labels(),
+                 X_ref, y_ref)
+    assert list(again.sizes) == list(data.sizes)
+
+
+def test_cache_can_be_turned_off(tmp_path, monkeypatch):
+    from dask_ssl.data.blockcache import cache_dir
+
+    monkeypatch.setenv("DASK_SSL_CACHE", "off")
+    assert cache_dir() is None
+    monkeypatch.setenv("DASK_SSL_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == str(tmp_path / "c")
+    monkeypatch.delenv("DASK_SSL_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == str(tmp_path / "xdg" / "dask-ssl")

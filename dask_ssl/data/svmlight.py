@@ -18,6 +18,7 @@ path for small files and for prediction. With a client the result is a
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import fsspec
 from fsspec.utils import infer_compression
@@ -26,7 +27,8 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..linalg.rowblocks import RowBlocks, default_block_count
-from ._numbers import EXACT, INVALID, convert_flagged, parse_number
+from . import blockcache
+from ._numbers import EXACT, MAX_EXACT, POW10, INVALID, convert_flagged, parse_number
 
 _DEFAULT_BLOCK_BYTES = 64 * 2 ** 20
 _WINDOW = 2 ** 16  # bytes read at a time when moving a boundary to the next line start
@@ -54,14 +56,49 @@ def _is_space(c):
 
 
 @njit(cache=True)
-def _parse(buf, max_rows, max_nnz, n_features):
-    """Tokenize svmlight lines in ``buf``; ``n_features=0`` means no limit.
+def _is_break(c):
+    """Ends a token: white space, a newline or a comment."""
+    return _is_space(c) or c == 10 or c == 35
 
-    Values that :func:`parse_number` flags are recorded in ``flags`` as triples (position,
-    that is the entry in ``data`` or ``-1 - row`` for a label; token start; token end) and
-    converted afterwards. Returns the arrays, their
-    used lengths, the number of lines seen, the largest index, and an error triple
-    (code, line, token span) with ``code == _OK`` when the text is valid.
+
+@njit(cache=True)
+def _flag(flags, n_flag, pos, s, e):
+    """Record a flagged number (see :func:`_scan`); returns ``flags``, grown when full."""
+    if 3 * n_flag == flags.shape[0]:
+        # Grown by an explicit loop: a slice assignment costs seconds of compiling.
+        bigger = np.empty(2 * flags.shape[0], np.int64)
+        for k in range(flags.shape[0]):
+            bigger[k] = flags[k]
+        flags = bigger
+    flags[3 * n_flag], flags[3 * n_flag + 1], flags[3 * n_flag + 2] = pos, s, e
+    return flags
+
+
+@njit(cache=True)
+def _token_number(buf, s, n):
+    """The number token from ``s`` to the next break, by :func:`parse_number`:
+    ``(end, status, value)``."""
+    p = s
+    while p < n and not _is_break(buf[p]):
+        p += 1
+    status, value = parse_number(buf, s, p)
+    return p, status, value
+
+
+@njit(cache=True)
+def _scan(buf, max_rows, max_nnz, n_features):
+    """Parse valid svmlight text in one pass over ``buf``; ``n_features=0`` means no limit.
+
+    Each byte is read about once: lines, comments, tokens, indices and values are recognized
+    as the scan meets them, and a plain decimal value (``[-]digits[.digits]`` with a mantissa
+    below 2**53) is converted on the spot (exact: one rounding, as in :mod:`._numbers`). Other
+    values go through :func:`parse_number`; those it flags are recorded in ``flags`` as
+    triples (position: the entry in ``data``, or ``-1 - row`` for a label; token start; token
+    end) and converted afterwards. At the first thing that is not valid the scan stops with
+    ``ok=False``; :func:`_find_error` then names the problem.
+
+    Returns the arrays, their used lengths, the flags, the number of lines (newlines) seen,
+    the largest index and ``ok``.
     """
     labels = np.empty(max_rows)
     indptr = np.zeros(max_rows + 1, np.int64)
@@ -69,11 +106,103 @@ def _parse(buf, max_rows, max_nnz, n_features):
     data = np.empty(max_nnz)
     flags = np.empty(3 * 64, np.int64)
     n = buf.shape[0]
-    row = nnz = n_flag = line = max_index = 0
-    err = _OK
-    err_s = err_e = 0
+    p = row = nnz = n_flag = line = max_index = 0
+    ok = True
+    while p < n and ok:
+        c = buf[p]
+        if c == 10:
+            line += 1
+            p += 1
+            continue
+        if _is_space(c):
+            p += 1
+            continue
+        if c == 35:  # a comment line
+            while p < n and buf[p] != 10:
+                p += 1
+            continue
+        s = p
+        p, status, value = _token_number(buf, s, n)
+        if status == INVALID:
+            ok = False
+            break
+        labels[row] = value
+        if status != EXACT:
+            flags = _flag(flags, n_flag, -1 - row, s, p)
+            n_flag += 1
+        last = 0
+        while True:
+            while p < n and _is_space(buf[p]):
+                p += 1
+            if p >= n or buf[p] == 10 or buf[p] == 35:
+                break
+            s = p
+            index = 0
+            while p < n and 48 <= buf[p] <= 57 and p - s < 11:
+                index = index * 10 + (buf[p] - 48)
+                p += 1
+            if (p == s or p >= n or buf[p] != 58 or index == 0 or index >= 2 ** 31
+                    or index <= last or (n_features > 0 and index > n_features)):
+                ok = False
+                break
+            p += 1
+            s = p
+            neg = p < n and buf[p] == 45
+            if neg:
+                p += 1
+            mant = n_digits = n_frac = 0
+            while p < n and 48 <= buf[p] <= 57 and n_digits < 18:
+                mant = mant * 10 + (buf[p] - 48)
+                n_digits += 1
+                p += 1
+            if p < n and buf[p] == 46:
+                p += 1
+                while p < n and 48 <= buf[p] <= 57 and n_digits < 18:
+                    mant = mant * 10 + (buf[p] - 48)
+                    n_digits += 1
+                    n_frac += 1
+                    p += 1
+            if n_digits > 0 and mant <= MAX_EXACT and n_frac <= 22 and (p >= n or _is_break(buf[p])):
+                value = mant / POW10[n_frac]
+                status = EXACT
+                if neg:
+                    value = -value
+            else:  # exponents, long mantissas, nan / inf, or not a number at all
+                p, status, value = _token_number(buf, s, n)
+                if status == INVALID:
+                    ok = False
+                    break
+                if status != EXACT:
+                    flags = _flag(flags, n_flag, nnz, s, p)
+                    n_flag += 1
+            last = index
+            if index > max_index:
+                max_index = index
+            indices[nnz] = index - 1
+            data[nnz] = value
+            nnz += 1
+        if not ok:
+            break
+        row += 1
+        indptr[row] = nnz
+        if p < n and buf[p] == 35:  # a comment after the data
+            while p < n and buf[p] != 10:
+                p += 1
+    return (labels, indptr, indices, data, row, nnz, flags[:3 * n_flag].reshape(n_flag, 3).T,
+            line, max_index, ok)
+
+
+@njit(cache=True)
+def _find_error(buf, n_features):
+    """The first malformed token in ``buf``, token by token as the format defines it.
+
+    Returns ``(lines before it, code, token start, token end)``; ``code == _OK`` when there is
+    none. Runs only after :func:`_scan` found something wrong, to say what.
+    """
+    n = buf.shape[0]
+    line = 0
     p = 0
-    while p < n and err == _OK:
+    while p < n:
         q = p
         while q < n and buf[q] != 10:
             q += 1
@@ -83,7 +212,7 @@ def _parse(buf, max_rows, max_nnz, n_features):
         t = p
         first = True
         last = 0
-        while err == _OK:
+        while True:
             while t < end and _is_space(buf[t]):
                 t += 1
             if t >= end:
@@ -91,86 +220,62 @@ def _parse(buf, max_rows, max_nnz, n_features):
             s = t
             while t < end and not _is_space(buf[t]):
                 t += 1
-            err_s, err_e = s, t
             if first:
-                status, value = parse_number(buf, s, t)
-                if status == INVALID:
-                    err = _BAD_LABEL
-                    break
-                labels[row] = value
-                pos = -1 - row
-                vs = s
+                if parse_number(buf, s, t)[0] == INVALID:
+                    return line, _BAD_LABEL, s, t
                 first = False
-            else:
-                c = s
-                while c < t and buf[c] != 58:  # ':'
-                    c += 1
-                if c == t:
-                    err = _BAD_TOKEN
-                    break
-                if c - s == 3 and buf[s] == 113 and buf[s + 1] == 105 and buf[s + 2] == 100:
-                    err = _QID
-                    break
-                index = 0
-                for k in range(s, c):
-                    if not 48 <= buf[k] <= 57 or index >= 2 ** 31:
-                        err = _BAD_INDEX
-                        break
-                    index = index * 10 + (buf[k] - 48)
-                if err != _OK:
-                    break
-                if c == s or index >= 2 ** 31:
-                    err = _BAD_INDEX
-                    break
-                if index == 0:
-                    err = _INDEX_ZERO
-                    break
-                if index <= last:
-                    err = _UNSORTED
-                    break
-                if n_features > 0 and index > n_features:
-                    err = _TOO_LARGE
-                    break
-                status, value = parse_number(buf, c + 1, t)
-                if status == INVALID:
-                    err = _BAD_VALUE
-                    break
-                last = index
-                max_index = max(max_index, index)
-                indices[nnz] = index - 1
-                data[nnz] = value
-                pos = nnz
-                vs = c + 1
-                nnz += 1
-            if status != EXACT:
-                if 3 * n_flag == flags.shape[0]:
-                    # Grown by an explicit loop: a slice assignment costs seconds of compiling.
-                    bigger = np.empty(2 * flags.shape[0], np.int64)
-                    for k in range(flags.shape[0]):
-                        bigger[k] = flags[k]
-                    flags = bigger
-                flags[3 * n_flag], flags[3 * n_flag + 1], flags[3 * n_flag + 2] = pos, vs, t
-                n_flag += 1
-        if err != _OK:
-            break
-        if not first:
-            row += 1
-            indptr[row] = nnz
-        if q < n:
-            line += 1
+                continue
+            c = s
+            while c < t and buf[c] != 58:  # ':'
+                c += 1
+            if c == t:
+                return line, _BAD_TOKEN, s, t
+            if c - s == 3 and buf[s] == 113 and buf[s + 1] == 105 and buf[s + 2] == 100:
+                return line, _QID, s, t
+            index = 0
+            for k in range(s, c):
+                if not 48 <= buf[k] <= 57 or index >= 2 ** 31:
+                    return line, _BAD_INDEX, s, t
+                index = index * 10 + (buf[k] - 48)
+            if c == s or index >= 2 ** 31:
+                return line, _BAD_INDEX, s, t
+            if index == 0:
+                return line, _INDEX_ZERO, s, t
+            if index <= last:
+                return line, _UNSORTED, s, t
+            if n_features > 0 and index > n_features:
+                return line, _TOO_LARGE, s, t
+            if parse_number(buf, c + 1, t)[0] == INVALID:
+                return line, _BAD_VALUE, s, t
+            last = index
+        line += 1
         p = q + 1
-    return (labels, indptr, indices, data, row, nnz, flags[:3 * n_flag].reshape(n_flag, 3).T,
-            line, max_index, err, err_s, err_e)
+    return line, _OK, 0, 0
 
 
-def _parse_range(url, start, end, n_features, storage_options):
+def _parse_range(url, start, end, n_features, storage_options, cache=None):
     """Parse bytes ``[start, end)`` of ``url`` (a whole number of lines); ``end=None``: the
-    whole file, decompressed if its name says it is compressed.
+    whole file, decompressed if its name says it is compressed. ``cache``: a directory of
+    :mod:`.blockcache` entries, used for local files.
 
     Returns a dict: ``X`` (CSR, ``max_index`` columns), ``y``, ``n_lines`` (newlines in the
     range) and ``error`` (None, or ``(local line, message)``), so the driver can place the
     error at its line in the whole file.
     """
+    fs, local = fsspec.core.url_to_fs(url, **storage_options)
+    if cache is None or "file" not in fs.protocol:
+        return _parse_bytes(url, start, end, n_features, storage_options)
+    part = blockcache.load(cache, local, start, end, n_features)
+    if part is None:
+        stamp = blockcache.stamp_of(local)
+        part = _parse_bytes(url, start, end, n_features, storage_options)
+        if part["error"] is None:
+            blockcache.store(cache, local, start, end, n_features, part, stamp)
+    return part
+
+
+def _parse_bytes(url, start, end, n_features, storage_options):
+    """:func:`_parse_range` without the cache."""
     if end is None:
         with fsspec.open(url, "rb", compression="infer", **storage_options) as f:
             raw = f.read()
@@ -179,10 +284,10 @@ def _parse_range(url, start, end, n_features, storage_options):
             f.seek(start)
             raw = f.read(end - start)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows = raw.count(b"\n") + 1
     (labels, indptr, indices, data, n_rows, nnz, (flag_pos, flag_s, flag_e), n_lines, max_index,
-     err, err_s, err_e) = _parse(buf, max_rows, max(raw.count(b":"), 1), n_features)
-    if err != _OK:
+     ok) = _scan(buf, raw.count(b"\n") + 1, max(raw.count(b":"), 1), n_features)
+    if not ok:
+        n_lines, err, err_s, err_e = _find_error(buf, n_features)
         token = raw[err_s:err_e].decode("utf-8", "replace")
         return {"error": (n_lines, _MESSAGES[err].format(token=token, n_features=n_features)),
                 "n_lines": n_lines}
@@ -190,9 +295,16 @@ def _parse_range(url, start, end, n_features, storage_options):
     in_data = flag_pos >= 0
     data[flag_pos[in_data]] = values[in_data]
     labels[-1 - flag_pos[~in_data]] = values[~in_data]
-    X = sp.csr_matrix((data[:nnz].copy(), indices[:nnz].copy(), indptr[:n_rows + 1].copy()),
+    X = sp.csr_matrix((_used(data, nnz), _used(indices, nnz), _used(indptr, n_rows + 1)),
                       shape=(n_rows, max_index))
-    return {"X": X, "y": labels[:n_rows].copy(), "n_lines": n_lines, "error": None}
+    return {"X": X, "y": _used(labels, n_rows), "n_lines": n_lines, "error": None}
+
+
+def _used(a, k):
+    """``a[:k]``: a view when that is nearly all of ``a`` (the usual case, as the arrays are
+    sized by counting newlines and colons), else a copy, so that a block does not keep a much
+    larger buffer alive."""
+    return a[:k] if k >= 0.9 * len(a) else a[:k].copy()
 
 
 def _meta(part):
@@ -273,7 +385,8 @@ def _raise_first_error(ranges, metas):
         lines_before[url] = offset + meta["n_lines"]
 
 
-def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage_options=None):
+def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage_options=None,
+                  cache=False):
     """Read svmlight / libsvm files into CSR row blocks, parsed in parallel on the workers.
 
     Parameters
@@ -293,6 +406,12 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         least one each; ranges without data lines are dropped.
     storage_options : dict, optional
         Passed to fsspec (credentials, endpoints).
+    cache : bool or str, default False
+        Keep the parsed blocks of local files on disk, so that reading an unchanged file again
+        (same path, size and modification time, same blocks) skips parsing. ``True``: the
+        directory :func:`~dask_ssl.data.blockcache.cache_dir` names (``$DASK_SSL_CACHE``, else
+        ``~/.cache/dask-ssl``; ``DASK_SSL_CACHE=off`` turns it off); a string: that directory.
+        It must be reachable from the workers (it is on a LocalCluster).
 
     Returns
     -------
@@ -314,9 +433,14 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
     files = _expand(paths, storage_options)
     limit = int(n_features or 0)
+    if cache is True:
+        cache = blockcache.cache_dir()
+    elif cache:
+        cache = str(Path(cache).expanduser().resolve())
+    cache = cache or None
     if client is None:
         ranges = [(url, 0, None) for url, _ in files]
-        parts = [_parse_range(*r, limit, storage_options) for r in ranges]
+        parts = [_parse_range(*r, limit, storage_options, cache) for r in ranges]
         _raise_first_error(ranges, parts)
         if not any(p["X"].shape[0] for p in parts):
             raise ValueError(f"no data lines in {', '.join(url for url, _ in files)}")
@@ -331,7 +455,7 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
     workers = list(client.nthreads())
     # Round-robin preference: equal shares of blocks per worker, as the solvers' speed
     # needs; loose, so a block lost with its worker is rebuilt on another.
-    parts = [client.submit(_parse_range, *r, limit, storage_options,
+    parts = [client.submit(_parse_range, *r, limit, storage_options, cache,
                            workers=[workers[i % len(workers)]], allow_other_workers=True,
                            pure=False)
              for i, r in enumerate(ranges)]

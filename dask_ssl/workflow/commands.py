@@ -10,7 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from .fit import is_fit_checkpoint, resume_fit
 from .metrics import format_table
+from .session import cluster_args, connect
 from .spec import load_workflow
 from .store import ModelStore
 
@@ -29,8 +31,6 @@ def _date(text: str) -> dt.date:
 def _connected(args):
     """The command's client; one made for ``--scheduler`` is closed after the command (a
     LocalCluster's client is closed at exit by :mod:`dask_ssl.cluster`)."""
-    from ..cli import connect
-
     client = connect(args)
     if args.scheduler is None:
         yield client
@@ -101,8 +101,6 @@ def cmd_run(args) -> int:
 
 def cmd_resume(args) -> int:
     from .runner import read_run, run_workflow
-
-    from ..cli import is_fit_checkpoint, resume_fit
 
     target = Path(args.target)
     if is_fit_checkpoint(target):
@@ -286,14 +284,12 @@ def cmd_models_rollback(args) -> int:
 # registration ------------------------------------------------------------------------------
 def register(sub) -> None:
     """Add the workflow subcommands to the ``dask-ssl`` subparsers."""
-    from ..cli import _cluster_args
-
     def workflow_args(p):
         p.add_argument("workflow", metavar="WORKFLOW", help="workflow file (YAML)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a value, e.g. --set estimator.params.gamma=0.01")
         p.add_argument("--date", type=_date, help="data date for {date} in paths (default today)")
-        _cluster_args(p)
+        cluster_args(p)
 
     run = sub.add_parser("run", help="run a workflow file")
     workflow_args(run)
@@ -313,7 +309,7 @@ def register(sub) -> None:
     resume.add_argument("target", metavar="RUN_DIR|CHECKPOINT")
     resume.add_argument("--detach", dest="detach_run", action="store_true",
                         help="resume as a task on the cluster and return")
-    _cluster_args(resume)
+    cluster_args(resume)
     resume.set_defaults(func=cmd_resume)
 
     retrain = sub.add_parser("retrain", help="warm-started retrain on a day's data, promoted "

@@ -25,6 +25,7 @@ from ..models.artifact import load_model, save_model
 from . import metrics as metrics_mod
 from . import report as report_mod
 from . import sources, split as split_mod
+from .outputs import write_outputs
 from .progress import Progress
 from .state import RunState, now
 from .store import ModelStore, compare
@@ -224,8 +225,6 @@ class Run:
             yield
 
     def _write_predictions(self, final: dict, data) -> None:
-        from ..cli import write_outputs
-
         est = final["estimator"]
         which = self.doc["outputs"]["predictions"]
         scores = _scores(est, final["test"] if which == "test" else data)
