@@ -219,3 +219,16 @@ def test_warm_started_tsvm_skips_the_ramp(client, data, tsvm_half):
     warm = TSVM(**common).fit(X, yl, coef_init=cold.coef_with_bias())
     assert [h["gamma_u"] for h in warm.history_[1:]] == [0.5]
     assert warm.objective_ <= cold.objective_ * (1 + 1e-9)
+
+
+def test_first_sorted_is_a_stable_sort_cut_at_the_limit():
+    from dask_ssl.models.tsvm import _first_sorted
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(0, 60))
+        keys = np.round(rng.normal(size=n) * 3) / 3  # many ties
+        idx = np.sort(rng.choice(1000, n, replace=False))
+        for limit in (1, 2, 5, 100):
+            want = idx[np.argsort(keys, kind="stable")[:limit]]
+            np.testing.assert_array_equal(_first_sorted(keys, idx, limit), want)

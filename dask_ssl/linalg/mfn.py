@@ -58,14 +58,21 @@ def final_outputs(st) -> np.ndarray:
     return st["o_new"] if "o_new" in st else st["o"]
 
 
-def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
+def ws_assemble(i, X, prologue, token, w, step, bias, gram, full, at_w):
     st = workerstate.get(token, i)
-    st.pop("o_new", None)
+    o_new = st.pop("o_new", None)
     if prologue is not None:
         # the owner's per-block update (new costs, switched labels) rides on this round trip
         prologue[0](i, X, st, *prologue[1:])
     X = st["rows"]
-    st["o"] = kernels.matvec(X, w, bias) if step is None else st["o"] + step * st["d"]
+    if at_w:
+        # the last solve ended at w: its final outputs are the outputs at w, no product needed
+        if o_new is not None:
+            st["o"] = o_new
+    elif step is None:
+        st["o"] = kernels.matvec(X, w, bias)
+    else:
+        st["o"] = st["o"] + step * st["d"]
     o = st["o"]
     a, b = kernels.active_weights(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
     loss = kernels.loss_sum(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
@@ -78,13 +85,17 @@ def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
         raise workerstate.StateLost(f"block {i} has no Gram bookkeeping to update")
     if full:
         rows = np.flatnonzero(a)
-        G = kernels.gram_rows(X, rows, a[rows], bias)
+        G = kernels.gram_rows(X, rows, a[rows], bias, packed=True)
+        rhs = kernels.rmatvec(X, b, bias)
     else:
+        # Only rows whose weight or target changed (crossed a margin, switched label, new
+        # cost) add to the driver's running sums; its periodic full rebuild bounds round-off.
         rows = np.flatnonzero(a != st["a_prev"])
-        G = kernels.gram_rows(X, rows, a[rows] - st["a_prev"][rows], bias)
-    st["a_prev"] = a
-    # the right-hand side costs one product: sent whole, it carries no round-off history
-    return G, kernels.rmatvec(X, b, bias), loss, None
+        G = kernels.gram_rows(X, rows, a[rows] - st["a_prev"][rows], bias, packed=True)
+        rows = np.flatnonzero(b != st["b_prev"])
+        rhs = kernels.rmatvec_rows(X, rows, b[rows] - st["b_prev"][rows], bias)
+    st["a_prev"], st["b_prev"] = a, b
+    return G, rhs, loss, None
 
 
 def sum_parts(parts: list) -> tuple:
@@ -194,8 +205,10 @@ class MFNSolver:
     bias : bool
         Append the constant feature (svmlin's regularized bias).
     gram : bool
-        Small-d path: each block returns ``[X,1]^T A [X,1]`` (updated incrementally between
-        Newton steps by the rows whose weight changed) and the driver solves by Cholesky.
+        Small-d path: each block returns ``[X,1]^T A [X,1]`` and ``[X,1]^T b`` (updated
+        incrementally between Newton steps, solves and stages by the rows whose weight or
+        target changed, rebuilt every ``refresh_every`` assemblies) and the driver solves by
+        Cholesky.
         Otherwise conjugate gradients on the normal equations, one round trip per iteration.
     tol : float
         tau of the stopping rule (6.2.3) and epsilon of CG (svmlin: 1e-6 both).
@@ -217,8 +230,10 @@ class MFNSolver:
 
     def reset(self) -> None:
         """Forget the driver's Gram matrix (the workers' state was rebuilt)."""
-        self._G = None
+        self._G = self._rhs = None
         self._assembles = 0
+        # the w at which the workers' (final) outputs stand
+        self._w_out = None
 
     @property
     def dim(self) -> int:
@@ -310,6 +325,7 @@ class MFNSolver:
         outputs; its per-block results are returned in ``MFNResult.extra``.
         """
         w = np.zeros(self.dim) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
+        at_w = w0 is not None and self._w_out is not None and np.array_equal(w, self._w_out)
         step = None
         n_cg = 0
         history = []
@@ -321,16 +337,17 @@ class MFNSolver:
             self._assembles += 1
             pro = prologue if (it == 0 and prologue is not None) else [None] * self.blocks.n_blocks
             per_block = [(p,) for p in pro]
-            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full,
+            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full, at_w and it == 0,
                               per_block=per_block, combine=sum_parts)
             loss = sum(p[2] for p in parts)
             history.append(0.5 * gamma * (w @ w) + loss)
             if self.gram:
-                dG = np.sum([p[0] for p in parts], axis=0)
+                dG = kernels.unpack_symmetric(np.sum([p[0] for p in parts], axis=0), self.dim)
+                d_rhs = np.sum([p[1] for p in parts], axis=0)
                 self._G = dG if full else self._G + dG
+                self._rhs = d_rhs if full else self._rhs + d_rhs
                 H = self._G + gamma * np.eye(self.dim)
-                rhs = np.sum([p[1] for p in parts], axis=0)
-                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
+                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), self._rhs)
             else:
                 rhs = np.sum([p[1] for p in parts], axis=0)
                 wbar, k = self._cg(gamma, rhs, w, np.sum([p[3] for p in parts], axis=0))
@@ -342,6 +359,7 @@ class MFNSolver:
                 # every block passed the check: outputs and epilogue at wbar are in hand
                 objective = float(grid[3][int(np.flatnonzero(STEP_GRID == 1.0)[0])])
                 history.append(objective)
+                self._w_out = wbar
                 return MFNResult(wbar, objective, it + 1, n_cg, True, history,
                                  [p[5] for p in parts])
             delta = self._line_search(w, direction, gamma, grid, [p[6] for p in parts])
@@ -354,5 +372,6 @@ class MFNSolver:
         parts = self._map(ws_advance, step, self._epilogue)
         objective = float(0.5 * gamma * (w @ w) + sum(p[0] for p in parts))
         history.append(objective)
+        self._w_out = w
         return MFNResult(w, objective, n_newton, n_cg, converged, history,
                          [p[1] for p in parts])
