@@ -120,7 +120,9 @@ class TripProfile:
             setattr(cls, name, fn)
 
     def report(self):
-        stages = sorted({s for s, _ in self.rows if s is not None})
+        # stage -1: trips outside the stages (initial state, snapshots, result)
+        self.rows = {(-1 if s is None else s, name): row for (s, name), row in self.rows.items()}
+        stages = sorted({s for s, _ in self.rows})
         head = (f"{'stage':>5s} {'step':22s} {'trips':>6s} {'sent kB':>9s} {'recv kB':>9s} "
                 f"{'seconds':>8s} {'wrk CPU s':>9s}")
         print(head)
@@ -135,18 +137,19 @@ class TripProfile:
                 for k, v in enumerate(row):
                     t[k] += v
                     stage[k] += v
-            wall = self.stage_seconds.get(s, 0.0)
+            wall = self.stage_seconds.get(s)
             print(f"{s:5d} {'= stage':22s} " + self._fmt(stage)
-                  + f"  wall {wall:.3f}, driver {wall - stage[3]:.3f}")
-        print("totals over stages:")
+                  + ("" if wall is None else f"  wall {wall:.3f}, driver {wall - stage[3]:.3f}"))
+        print("totals (stage -1: outside the stages):")
         grand = [0, 0, 0, 0.0, 0.0]
         for name, row in sorted(totals.items()):
             print(f"      {name:22s} " + self._fmt(row))
             for k, v in enumerate(row):
                 grand[k] += v
+        inside = sum(row[3] for (s, _), row in self.rows.items() if s >= 0)
         wall = sum(self.stage_seconds.values())
-        print(f"      {'= all stages':22s} " + self._fmt(grand)
-              + f"  wall {wall:.3f}, driver {wall - grand[3]:.3f}")
+        print(f"      {'= all':22s} " + self._fmt(grand)
+              + f"  stages' wall {wall:.3f}, their driver {wall - inside:.3f}")
         self.rows.clear()
         self.stage_seconds.clear()
 

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.linalg
 
 from . import kernels, workerstate
-from .distinct import distinct_rows
+from .distinct import DistinctRows, distinct_rows
 from .rowblocks import RowBlocks
 
 #: Step lengths evaluated in the first line-search round trip; Newton steps usually land near 1.
@@ -46,54 +46,102 @@ def ws_init(i, X, arrays, token):
              for k, v in arrays.items()}
     for k in ("cpos", "cneg", "csq", "tsq"):
         state.setdefault(k, np.zeros(n))
-    state["o"] = np.zeros(n)
-    state["rows"] = distinct_rows(X)
+    rows = distinct_rows(X)
+    state["rows"] = rows
+    state["U"] = rows.U if isinstance(rows, DistinctRows) else rows
+    state["so"] = np.zeros(state["U"].shape[0])
+    _solver_costs(state)
     workerstate.put(token, i, state)
     return n
 
 
+def _solver_costs(st) -> None:
+    """The costs per row of ``U``, the rows the solver works on.
+
+    A block stored as its distinct rows (:mod:`.distinct`) has one output per distinct row:
+    the loss terms of its copies add up to one term with their costs summed (the squared
+    terms to one around their cost-weighted target, plus a constant), so every per-row pass
+    (active set, loss, line search, optimality check) runs over the distinct rows only.
+    """
+    X = st["rows"]
+    cpos, cneg, csq, tsq = st["cpos"], st["cneg"], st["csq"], st["tsq"]
+    offset = 0.0
+    if isinstance(X, DistinctRows):
+        cpos, cneg = X.combine(cpos), X.combine(cneg)
+        if csq.any():
+            sq = X.combine(csq)
+            target = X.combine(csq * tsq)
+            tsq = np.divide(target, sq, out=np.zeros_like(sq), where=sq > 0)
+            offset = 0.5 * (float(np.dot(st["csq"], st["tsq"] ** 2)) - float(np.dot(sq, tsq ** 2)))
+            csq = sq
+        else:
+            csq = tsq = np.zeros(cpos.shape[0])
+    st["scost"] = (cpos, cneg, csq, tsq)
+    st["loss_offset"] = offset
+
+
+def _loss(st, so) -> float:
+    return kernels.loss_sum(so, *st["scost"]) + st["loss_offset"]
+
+
+def _row_outputs(st, so) -> np.ndarray:
+    """Per-row outputs from the solver's (one per distinct row)."""
+    X = st["rows"]
+    return X.gather(so) if isinstance(X, DistinctRows) else so
+
+
+def _run_epilogue(i, X, st, so, epilogue):
+    """The owner's epilogue, which reads per-row outputs ``st["o"]``, at the outputs ``so``."""
+    st["o"] = _row_outputs(st, so)
+    return epilogue[0](i, X, st, *epilogue[1:])
+
+
 def final_outputs(st) -> np.ndarray:
-    """A block's outputs at the w the last solve returned (a converged solve leaves them as
-    the Newton point's outputs, ``o_new``, without a round trip to move ``o``)."""
-    return st["o_new"] if "o_new" in st else st["o"]
+    """A block's per-row outputs at the w the last solve returned (a converged solve leaves
+    them as the Newton point's outputs, ``so_new``, without a round trip to move ``so``)."""
+    return _row_outputs(st, st["so_new"] if "so_new" in st else st["so"])
 
 
 def ws_assemble(i, X, prologue, token, w, step, bias, gram, full, at_w):
     st = workerstate.get(token, i)
-    o_new = st.pop("o_new", None)
+    so_new = st.pop("so_new", None)
     if prologue is not None:
         # the owner's per-block update (new costs, switched labels) rides on this round trip
         prologue[0](i, X, st, *prologue[1:])
-    X = st["rows"]
+    if step is None:
+        # a solve starts: the owner may have changed costs since the last one
+        _solver_costs(st)
+    U = st["U"]
     if at_w:
         # the last solve ended at w: its final outputs are the outputs at w, no product needed
-        if o_new is not None:
-            st["o"] = o_new
+        if so_new is not None:
+            st["so"] = so_new
     elif step is None:
-        st["o"] = kernels.matvec(X, w, bias)
+        st["so"] = kernels.matvec(U, w, bias)
     else:
-        st["o"] = st["o"] + step * st["d"]
-    o = st["o"]
-    a, b = kernels.active_weights(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
-    loss = kernels.loss_sum(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
+        st["so"] = st["so"] + step * st["d"]
+    so = st["so"]
+    cpos, cneg, csq, tsq = st["scost"]
+    a, b = kernels.active_weights(so, cpos, cneg, csq, tsq)
+    loss = _loss(st, so)
     st["a"] = a
     if not gram:
         # CG path: with the right-hand side goes the normal product at the start point
         # (``a * o`` is its inner half), so CG's first residual needs no trip of its own
-        return None, kernels.rmatvec(X, b, bias), loss, kernels.rmatvec(X, a * o, bias)
+        return None, kernels.rmatvec(U, b, bias), loss, kernels.rmatvec(U, a * so, bias)
     if not full and "a_prev" not in st:
         raise workerstate.StateLost(f"block {i} has no Gram bookkeeping to update")
     if full:
         rows = np.flatnonzero(a)
-        G = kernels.gram_rows(X, rows, a[rows], bias, packed=True)
-        rhs = kernels.rmatvec(X, b, bias)
+        G = kernels.gram_rows(U, rows, a[rows], bias, packed=True)
+        rhs = kernels.rmatvec(U, b, bias)
     else:
         # Only rows whose weight or target changed (crossed a margin, switched label, new
         # cost) add to the driver's running sums; its periodic full rebuild bounds round-off.
         rows = np.flatnonzero(a != st["a_prev"])
-        G = kernels.gram_rows(X, rows, a[rows] - st["a_prev"][rows], bias, packed=True)
+        G = kernels.gram_rows(U, rows, a[rows] - st["a_prev"][rows], bias, packed=True)
         rows = np.flatnonzero(b != st["b_prev"])
-        rhs = kernels.rmatvec_rows(X, rows, b[rows] - st["b_prev"][rows], bias)
+        rhs = kernels.rmatvec_rows(U, rows, b[rows] - st["b_prev"][rows], bias)
     st["a_prev"], st["b_prev"] = a, b
     return G, rhs, loss, None
 
@@ -109,15 +157,15 @@ def ws_advance(i, X, token, step, epilogue=None):
     full step); return its loss there and the epilogue's result (what the owner needs from
     the final outputs: switching candidates, p-step sums)."""
     st = workerstate.get(token, i)
-    st["o"] = st.pop("o_new") if step == 1.0 and "o_new" in st else st["o"] + step * st["d"]
-    st.pop("o_new", None)
-    loss = kernels.loss_sum(st["o"], st["cpos"], st["cneg"], st["csq"], st["tsq"])
-    return loss, (None if epilogue is None else epilogue[0](i, X, st, *epilogue[1:]))
+    so_new = st.pop("so_new", None)
+    st["so"] = so_new if step == 1.0 and so_new is not None else st["so"] + step * st["d"]
+    loss = _loss(st, st["so"])
+    return loss, (None if epilogue is None else _run_epilogue(i, X, st, st["so"], epilogue))
 
 
 def ws_normal_product(i, X, token, p, bias):
     st = workerstate.get(token, i)
-    return kernels.weighted_normal_product(st["rows"], st["a"], p, bias)
+    return kernels.weighted_normal_product(st["U"], st["a"], p, bias)
 
 
 def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
@@ -128,14 +176,13 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
     this round trip.
     """
     st = workerstate.get(token, i)
-    o = st["o"]
-    o_new = kernels.matvec(st["rows"], wbar, bias)
-    st["d"] = o_new - o
-    viol = kernels.margin_violations(o, o_new, st["cpos"], st["cneg"], tau)
-    der, slope, val, counts = kernels.line_derivatives(o, st["d"], st["cpos"], st["cneg"],
-                                                       st["csq"], st["tsq"], deltas)
-    pos, change = kernels.breakpoints_between(o, st["d"], st["cpos"], st["cneg"], 0.0,
-                                              deltas[-1])
+    so = st["so"]
+    so_new = kernels.matvec(st["U"], wbar, bias)
+    st["d"] = d = so_new - so
+    cpos, cneg, csq, tsq = st["scost"]
+    viol = kernels.margin_violations(so, so_new, cpos, cneg, tau)
+    der, slope, val, counts = kernels.line_derivatives(so, d, cpos, cneg, csq, tsq, deltas)
+    pos, change = kernels.breakpoints_between(so, d, cpos, cneg, 0.0, deltas[-1])
     if pos.size > EAGER_BREAKPOINTS:
         cut = float(np.partition(pos, EAGER_BREAKPOINTS)[EAGER_BREAKPOINTS])
         # keep everything below the cut-off: the list is then complete on (0, limit]
@@ -145,23 +192,22 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
         eager = (pos, change, float(deltas[-1]))
     extra = None
     if viol == 0:
-        st["o_new"] = o_new
+        st["so_new"] = so_new
         if epilogue is not None:
-            saved, st["o"] = st["o"], o_new
-            extra = epilogue[0](i, X, st, *epilogue[1:])
-            st["o"] = saved
-    return viol, der, slope, val, counts, extra, eager
+            extra = _run_epilogue(i, X, st, so_new, epilogue)
+    return viol, der, slope, val + st["loss_offset"], counts, extra, eager
 
 
 def ws_grid(i, X, token, deltas):
     st = workerstate.get(token, i)
-    return (0,) + kernels.line_derivatives(st["o"], st["d"], st["cpos"], st["cneg"], st["csq"],
-                                           st["tsq"], deltas)
+    der, slope, val, counts = kernels.line_derivatives(st["so"], st["d"], *st["scost"], deltas)
+    return 0, der, slope, val + st["loss_offset"], counts
 
 
 def ws_breakpoints(i, X, token, lo, hi):
     st = workerstate.get(token, i)
-    return kernels.breakpoints_between(st["o"], st["d"], st["cpos"], st["cneg"], lo, hi)
+    cpos, cneg, _, _ = st["scost"]
+    return kernels.breakpoints_between(st["so"], st["d"], cpos, cneg, lo, hi)
 
 
 # driver side ------------------------------------------------------------------------------
@@ -207,8 +253,8 @@ class MFNSolver:
     gram : bool
         Small-d path: each block returns ``[X,1]^T A [X,1]`` and ``[X,1]^T b`` (updated
         incrementally between Newton steps, solves and stages by the rows whose weight or
-        target changed, rebuilt every ``refresh_every`` assemblies) and the driver solves by
-        Cholesky.
+        target changed, rebuilt every ``refresh_every`` assemblies to bound round-off) and
+        the driver solves by Cholesky.
         Otherwise conjugate gradients on the normal equations, one round trip per iteration.
     tol : float
         tau of the stopping rule (6.2.3) and epsilon of CG (svmlin: 1e-6 both).
@@ -216,7 +262,7 @@ class MFNSolver:
 
     def __init__(self, blocks: RowBlocks, token: str, *, bias: bool = True, gram: bool = True,
                  tol: float = 1e-6, cg_tol: float | None = None, max_newton: int = 100,
-                 max_cg: int = 1000, refresh_every: int = 10):
+                 max_cg: int = 1000, refresh_every: int = 30):
         self.blocks = blocks
         self.token = token
         self.bias = bias
