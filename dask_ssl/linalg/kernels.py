@@ -145,10 +145,6 @@ def unpack_symmetric(packed: np.ndarray, size: int) -> np.ndarray:
 def rmatvec_rows(X, rows: np.ndarray, v: np.ndarray, bias: bool) -> np.ndarray:
     """``sum_{r in rows} v_r [x_r, 1]``: :func:`rmatvec` over a few rows, in time
     proportional to them."""
-    if isinstance(X, DistinctRows):
-        combined = X.combine(v, rows)
-        distinct = np.flatnonzero(combined)
-        return rmatvec_rows(X.U, distinct, combined[distinct], bias)
     return rmatvec(X[rows], v, bias)
 
 
