@@ -2,6 +2,16 @@
 
     python benchmarks/bench_s3vm.py kdd99 [--labels 1000] [--replicate 1] [--fraction 1.0] [--seeds 1]
     python benchmarks/bench_s3vm.py rcv1 [--labels 100] [--rows 804414] [--workers 2]
+    python benchmarks/bench_s3vm.py kdd99 --methods tsvm --profile
+    python benchmarks/bench_s3vm.py kdd99 --methods tsvm --cold 5
+
+``--cold N`` starts N fresh clusters and times each method's first fit in the new worker
+processes against a second fit right after it (the medians and their difference are printed).
+The workers get dask-ssl's start-up plugin as ``dask_ssl.cluster.get_client`` gives it
+(``--no-warm-plugin``: without it).
+
+``--profile`` adds, per stage of TSVM and DA, the round trips, bytes sent and received and
+seconds of each worker-side step, and the driver's own seconds between trips.
 
 Prints per method: wall time of fit, Newton/stage counts, round trips, minimum TSVM objective,
 error on the unlabeled rows, peak worker RSS. gamma = 0.001, gamma' = 1, r = 0.803 on KDD99
@@ -23,11 +33,11 @@ def load(args, client):
         from dask_ssl.data import read_kdd99
 
         blocks = read_kdd99(str(KDD99), client=client, replicate=args.replicate,
-                            n_blocks=args.blocks)
+                            n_blocks=args.blocks, n_rows=args.rows)
     else:
         from dask_ssl.data import rcv1_like
 
-        blocks = rcv1_like(n_rows=args.rows, client=client, n_blocks=args.blocks)
+        blocks = rcv1_like(n_rows=args.rows or 804414, client=client, n_blocks=args.blocks)
     if args.fraction < 1.0:
         keep = int(round(args.fraction * blocks.n_blocks))
         from dask_ssl.linalg import RowBlocks
@@ -51,25 +61,197 @@ def warm_up(client, blocks, methods) -> None:
         make().fit(small, y_small)
 
 
+class TripProfile:
+    """Round trips, bytes (dask's ``sizeof`` of arguments and results) and seconds per
+    worker-side function and stage, recorded by wrapping :meth:`RowBlocks.call`."""
+
+    def __init__(self):
+        from dask_ssl.models.da import DADriver
+        from dask_ssl.models.tsvm import TSVMDriver
+
+        self.rows = {}
+        self.stage = None
+        self.stage_seconds = {}
+        self._patched = []
+        for cls in (TSVMDriver, DADriver):
+            self._wrap_stage(cls)
+        self._wrap_call()
+
+    def _wrap_stage(self, cls):
+        prof, run = self, cls.run_stage
+
+        def run_stage(driver):
+            prof.stage = driver.stage
+            t0 = time.perf_counter()
+            try:
+                return run(driver)
+            finally:
+                prof.stage_seconds[driver.stage - 1] = time.perf_counter() - t0
+                prof.stage = None
+
+        self._patched.append((cls, "run_stage", run))
+        cls.run_stage = run_stage
+
+    def _wrap_call(self):
+        from dask.sizeof import sizeof
+
+        from dask_ssl.linalg import RowBlocks
+
+        prof, call = self, RowBlocks.call
+
+        def wrapped(blocks, fn, *args, per_block=None, combine=None):
+            t0 = time.perf_counter()
+            out = call(blocks, _Timed(fn), *args, per_block=per_block,
+                       combine=None if combine is None else _TimedCombine(combine))
+            seconds = time.perf_counter() - t0
+            cpu = sum(c for _, c in out)
+            out = [r for r, _ in out]
+            sent = sizeof(args) * len(set(blocks.owners())) + (sizeof(per_block) if per_block else 0)
+            row = prof.rows.setdefault((prof.stage, fn.__name__), [0, 0, 0, 0.0, 0.0])
+            for k, v in enumerate((1, sent, sizeof(out), seconds, cpu)):
+                row[k] += v
+            return out
+
+        self._patched.append((RowBlocks, "call", call))
+        RowBlocks.call = wrapped
+
+    def restore(self):
+        for cls, name, fn in self._patched:
+            setattr(cls, name, fn)
+
+    def report(self):
+        # stage -1: trips outside the stages (initial state, snapshots, result)
+        self.rows = {(-1 if s is None else s, name): row for (s, name), row in self.rows.items()}
+        stages = sorted({s for s, _ in self.rows})
+        head = (f"{'stage':>5s} {'step':22s} {'trips':>6s} {'sent kB':>9s} {'recv kB':>9s} "
+                f"{'seconds':>8s} {'wrk CPU s':>9s}")
+        print(head)
+        totals = {}
+        for s in stages:
+            stage = [0, 0, 0, 0.0, 0.0]
+            for (st, name), row in sorted(self.rows.items(), key=str):
+                if st != s:
+                    continue
+                print(f"{s:5d} {name:22s} " + self._fmt(row))
+                t = totals.setdefault(name, [0, 0, 0, 0.0, 0.0])
+                for k, v in enumerate(row):
+                    t[k] += v
+                    stage[k] += v
+            wall = self.stage_seconds.get(s)
+            print(f"{s:5d} {'= stage':22s} " + self._fmt(stage)
+                  + ("" if wall is None else f"  wall {wall:.3f}, driver {wall - stage[3]:.3f}"))
+        print("totals (stage -1: outside the stages):")
+        grand = [0, 0, 0, 0.0, 0.0]
+        for name, row in sorted(totals.items()):
+            print(f"      {name:22s} " + self._fmt(row))
+            for k, v in enumerate(row):
+                grand[k] += v
+        inside = sum(row[3] for (s, _), row in self.rows.items() if s >= 0)
+        wall = sum(self.stage_seconds.values())
+        print(f"      {'= all':22s} " + self._fmt(grand)
+              + f"  stages' wall {wall:.3f}, their driver {wall - inside:.3f}")
+        self.rows.clear()
+        self.stage_seconds.clear()
+
+    @staticmethod
+    def _fmt(row):
+        n, b_out, b_in, sec, cpu = row
+        return f"{n:6d} {b_out / 1e3:9.1f} {b_in / 1e3:9.1f} {sec:8.3f} {cpu:9.3f}"
+
+
+class _Timed:
+    """A worker-side step that also returns the CPU seconds of its thread."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+
+    def __call__(self, *args):
+        t0 = time.thread_time()
+        out = self.fn(*args)
+        return out, time.thread_time() - t0
+
+
+class _TimedCombine:
+    def __init__(self, combine):
+        self.combine = combine
+
+    def __call__(self, results):
+        return self.combine([r for r, _ in results]), sum(c for _, c in results)
+
+
+def make_methods(args, gamma_u, client, r):
+    from dask_ssl.models import DAS3VM, L2SVM, TSVM
+
+    return {"svm": lambda: L2SVM(gamma=args.gamma, unlabeled=0, client=client),
+            "tsvm": lambda: TSVM(gamma=args.gamma, gamma_u=gamma_u, pos_fraction=r,
+                                 unlabeled=0, client=client),
+            "da": lambda: DAS3VM(gamma=args.gamma, gamma_u=gamma_u, pos_fraction=r,
+                                 unlabeled=0, client=client)}
+
+
+def cold_vs_warm(args, gamma_u) -> None:
+    """First fit in fresh worker processes against a second fit on the same cluster."""
+    from dask_ssl.cluster import WarmWorker
+    from dask_ssl.data import stratified_split
+
+    names = args.methods.split(",")
+    times = {name: ([], []) for name in names}
+    print(f"{'run':>4s} {'method':6s} {'cold s':>8s} {'warm s':>8s} {'extra s':>8s}")
+    for run in range(args.cold):
+        with local_cluster(args.workers) as client:
+            if not args.no_warm_plugin:
+                client.register_plugin(WarmWorker())
+            blocks = load(args, client)
+            y = blocks.gather_labels()
+            y_train = stratified_split(y, n_labeled=args.labels, seed=0).y_train(y, marker=0)
+            methods = make_methods(args, gamma_u, client, float(np.mean(y[y_train == 0] > 0)))
+            for name in names:
+                cold = methods[name]().fit(blocks, y_train).fit_seconds_
+                warm = methods[name]().fit(blocks, y_train).fit_seconds_
+                times[name][0].append(cold)
+                times[name][1].append(warm)
+                print(f"{run:4d} {name:6s} {cold:8.3f} {warm:8.3f} {cold - warm:8.3f}", flush=True)
+    for name, (cold, warm) in times.items():
+        extra = np.subtract(cold, warm)
+        print(f"median {name:6s} {np.median(cold):8.3f} {np.median(warm):8.3f} "
+              f"{np.median(extra):8.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("data", choices=["kdd99", "rcv1"])
     ap.add_argument("--labels", type=int, default=1000)
     ap.add_argument("--replicate", type=int, default=1)
-    ap.add_argument("--rows", type=int, default=804414)
+    ap.add_argument("--rows", type=int, help="rows to read or make (rcv1: 804414)")
     ap.add_argument("--fraction", type=float, default=1.0, help="use the first share of blocks")
     ap.add_argument("--blocks", type=int)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--gamma", type=float, default=1e-3)
     ap.add_argument("--gamma-u", type=float, default=None)
     ap.add_argument("--methods", default="svm,tsvm,da")
+    ap.add_argument("--profile", action="store_true",
+                    help="per-stage round trips, bytes and seconds of each TSVM/DA step")
+    ap.add_argument("--cold", type=int, default=0,
+                    help="fresh clusters: first fit in new workers against a second one")
+    ap.add_argument("--no-warm-plugin", action="store_true",
+                    help="--cold without dask_ssl.cluster.WarmWorker")
+    ap.add_argument("--repeat", type=int, default=1, help="fits per method and split")
     ap.add_argument("--seeds", type=int, default=1,
                     help="label splits 0..N-1 (one split's error varies by about 0.1%%)")
     args = ap.parse_args()
+    if args.profile:
+        import sys
+
+        import cloudpickle
+
+        # the profile's wrappers run on the workers, which cannot import this script
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
     from dask_ssl.data import stratified_split
-    from dask_ssl.models import DAS3VM, L2SVM, TSVM
 
     gamma_u = args.gamma_u if args.gamma_u is not None else (1.0 if args.data == "kdd99" else 10.0)
+    if args.cold:
+        return cold_vs_warm(args, gamma_u)
     with local_cluster(args.workers) as client:
         t0 = time.perf_counter()
         blocks = load(args, client)
@@ -86,17 +268,18 @@ def main() -> None:
             y_train = split.y_train(y, marker=0)
             unl = y_train == 0
             r = float(np.mean(y[unl] > 0))
-            methods = {"svm": lambda: L2SVM(gamma=args.gamma, unlabeled=0, client=client),
-                       "tsvm": lambda: TSVM(gamma=args.gamma, gamma_u=gamma_u, pos_fraction=r,
-                                            unlabeled=0, client=client),
-                       "da": lambda: DAS3VM(gamma=args.gamma, gamma_u=gamma_u, pos_fraction=r,
-                                            unlabeled=0, client=client)}
+            methods = make_methods(args, gamma_u, client, r)
             if seed == 0:
                 warm_up(client, blocks, methods)
-            for name in args.methods.split(","):
+            for name in [m for m in args.methods.split(",") for _ in range(args.repeat)]:
+                profile = TripProfile() if args.profile else None
                 trips0 = blocks.round_trips
                 cpu0 = time.process_time()
-                m = methods[name]().fit(blocks, y_train)
+                try:
+                    m = methods[name]().fit(blocks, y_train)
+                finally:
+                    if profile is not None:
+                        profile.restore()
                 # The driver's process (with LocalCluster's scheduler) shares the workers' cores.
                 driver_cpu = time.process_time() - cpu0
                 trips = blocks.round_trips - trips0
@@ -115,6 +298,8 @@ def main() -> None:
                 print(f"{seed:4d} {name:6s} {m.fit_seconds_:8.1f} {m.n_iter_:7d} {trips:7d} "
                       f"{obj:12.6f} {err:12.3f} {worker_peak_rss(client):12.0f} {driver_cpu:10.1f}",
                       flush=True)
+                if profile is not None and name != "svm":
+                    profile.report()
         if args.seeds > 1:
             print("mean unlabeled error % over " + str(args.seeds) + " splits: "
                   + ", ".join(f"{k} {np.mean(v):.3f} (sd {np.std(v, ddof=1):.3f})"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-from dask_ssl.models import DAS3VM, L2SVM, TSVM
+from dask_ssl.models import DAS3VM, L2SVM, RLS, TSVM
 
 from . import _reference as ref
 
@@ -219,3 +219,53 @@ def test_warm_started_tsvm_skips_the_ramp(client, data, tsvm_half):
     warm = TSVM(**common).fit(X, yl, coef_init=cold.coef_with_bias())
     assert [h["gamma_u"] for h in warm.history_[1:]] == [0.5]
     assert warm.objective_ <= cold.objective_ * (1 + 1e-9)
+
+
+def test_first_sorted_is_a_stable_sort_cut_at_the_limit():
+    from dask_ssl.models.tsvm import _first_sorted
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(0, 60))
+        keys = np.round(rng.normal(size=n) * 3) / 3  # many ties
+        idx = np.sort(rng.choice(1000, n, replace=False))
+        for limit in (1, 2, 5, 100):
+            want = idx[np.argsort(keys, kind="stable")[:limit]]
+            np.testing.assert_array_equal(_first_sorted(keys, idx, limit), want)
+
+
+@pytest.mark.parametrize("cls", [TSVM, DAS3VM, RLS])
+def test_blocks_of_repeated_rows_give_the_plain_result(client, cls):
+    """Repeated rows (compressed to distinct rows on the workers, where the solver sums the
+    copies' costs, and RLS's squared terms around their cost-weighted target) give the
+    result of the same blocks held row by row."""
+    from dask_ssl.linalg import distinct
+
+    X, yl, _ = clusters(n=120, seed=4)
+    X, yl = np.repeat(X, 3, axis=0), np.repeat(yl, 3)
+    yl[1::3] = 0  # copies differ in label: their costs differ
+    params = dict(gamma=1e-2, unlabeled=0, client=client, n_blocks=2)
+    if cls is not RLS:
+        params.update(gamma_u=0.5, pos_fraction=0.4)
+    if cls is DAS3VM:
+        params["T0"] = 0.4
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])  # copies' costs differ
+    fit = {"sample_weight": weights} if cls is RLS else {}
+    if cls is RLS:
+        yl[2::3] = -yl[2::3]  # copies with opposite targets: the loss keeps their spread
+    compressed = cls(**params).fit(X, yl, **fit)
+
+    def set_share(share):
+        previous = distinct.MAX_DISTINCT_SHARE
+        distinct.MAX_DISTINCT_SHARE = share
+        return previous
+
+    previous = client.run(set_share, -1.0)  # no block is compressed
+    try:
+        plain = cls(**params).fit(X, yl, **fit)
+    finally:
+        client.run(set_share, next(iter(previous.values())))
+    assert compressed.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    np.testing.assert_allclose(compressed.coef_, plain.coef_, rtol=1e-7, atol=1e-10)
+    if cls is not RLS:
+        np.testing.assert_array_equal(compressed.transduction_, plain.transduction_)

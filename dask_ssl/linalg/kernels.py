@@ -6,6 +6,8 @@ Every block operator treats the bias as an implicit constant feature appended as
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -97,31 +99,53 @@ def _csr_gram_rows(indptr, indices, data, rows, weights, G, bias_col):
             flat[bias_col * size + bias_col] += w
 
 
-def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool) -> np.ndarray:
-    """``sum_{r in rows} weights_r x_r x_r^T`` over the (bias-augmented) rows, dense."""
+def gram_rows(X, rows: np.ndarray, weights: np.ndarray, bias: bool, *,
+              packed: bool = False) -> np.ndarray:
+    """``sum_{r in rows} weights_r x_r x_r^T`` over the (bias-augmented) rows, dense; with
+    ``packed``, its upper triangle row by row (``G[np.triu_indices(size)]``: half the bytes
+    to send, see :func:`unpack_symmetric`)."""
     if isinstance(X, DistinctRows):
         combined = X.combine(weights, rows)
         distinct = np.flatnonzero(combined)
-        return gram_rows(X.U, distinct, combined[distinct], bias)
+        return gram_rows(X.U, distinct, combined[distinct], bias, packed=packed)
     d = X.shape[1]
     size = d + 1 if bias else d
     G = np.zeros((size, size))
-    if rows.size == 0:
-        return G
-    if sp.issparse(X):
+    if rows.size and sp.issparse(X):
         if not X.has_sorted_indices:
             X = X.sorted_indices()
         _csr_gram_rows(X.indptr, X.indices, X.data, rows.astype(np.int64),
                        weights.astype(np.float64), G, d if bias else -1)
+        if packed:
+            return G[_upper(size)]
         return G + np.triu(G, 1).T
-    Xs = X[rows]
-    G[:d, :d] = Xs.T @ (weights[:, None] * Xs)
-    if bias:
-        col = Xs.T @ weights
-        G[:d, d] = col
-        G[d, :d] = col
-        G[d, d] = weights.sum()
-    return G
+    if rows.size:
+        Xs = X[rows]
+        G[:d, :d] = Xs.T @ (weights[:, None] * Xs)
+        if bias:
+            col = Xs.T @ weights
+            G[:d, d] = col
+            G[d, :d] = col
+            G[d, d] = weights.sum()
+    return G[_upper(size)] if packed else G
+
+
+@functools.lru_cache(maxsize=8)
+def _upper(size: int) -> tuple:
+    return np.triu_indices(size)
+
+
+def unpack_symmetric(packed: np.ndarray, size: int) -> np.ndarray:
+    """The symmetric matrix whose upper triangle :func:`gram_rows` packed."""
+    G = np.zeros((size, size))
+    G[_upper(size)] = packed
+    return G + np.triu(G, 1).T
+
+
+def rmatvec_rows(X, rows: np.ndarray, v: np.ndarray, bias: bool) -> np.ndarray:
+    """``sum_{r in rows} v_r [x_r, 1]``: :func:`rmatvec` over a few rows, in time
+    proportional to them."""
+    return rmatvec(X[rows], v, bias)
 
 
 @numba.njit(cache=True, nogil=True)

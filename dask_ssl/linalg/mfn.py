@@ -24,7 +24,7 @@ import numpy as np
 import scipy.linalg
 
 from . import kernels, workerstate
-from .distinct import distinct_rows
+from .distinct import DistinctRows, distinct_rows
 from .rowblocks import RowBlocks
 
 #: Step lengths evaluated in the first line-search round trip; Newton steps usually land near 1.
@@ -46,45 +46,104 @@ def ws_init(i, X, arrays, token):
              for k, v in arrays.items()}
     for k in ("cpos", "cneg", "csq", "tsq"):
         state.setdefault(k, np.zeros(n))
-    state["o"] = np.zeros(n)
-    state["rows"] = distinct_rows(X)
+    rows = distinct_rows(X)
+    state["rows"] = rows
+    state["U"] = rows.U if isinstance(rows, DistinctRows) else rows
+    state["so"] = np.zeros(state["U"].shape[0])
+    _solver_costs(state)
     workerstate.put(token, i, state)
     return n
 
 
+def _solver_costs(st) -> None:
+    """The costs per row of ``U``, the rows the solver works on.
+
+    A block stored as its distinct rows (:mod:`.distinct`) has one output per distinct row:
+    the loss terms of its copies add up to one term with their costs summed (the squared
+    terms to one around their cost-weighted target, plus a constant), so every per-row pass
+    (active set, loss, line search, optimality check) runs over the distinct rows only.
+    """
+    X = st["rows"]
+    cpos, cneg, csq, tsq = st["cpos"], st["cneg"], st["csq"], st["tsq"]
+    offset = 0.0
+    if isinstance(X, DistinctRows):
+        cpos, cneg = X.combine(cpos), X.combine(cneg)
+        if csq.any():
+            sq = X.combine(csq)
+            target = X.combine(csq * tsq)
+            tsq = np.divide(target, sq, out=np.zeros_like(sq), where=sq > 0)
+            offset = 0.5 * (float(np.dot(st["csq"], st["tsq"] ** 2)) - float(np.dot(sq, tsq ** 2)))
+            csq = sq
+        else:
+            csq = tsq = np.zeros(cpos.shape[0])
+    st["scost"] = (cpos, cneg, csq, tsq)
+    st["loss_offset"] = offset
+
+
+def _loss(st, so) -> float:
+    return kernels.loss_sum(so, *st["scost"]) + st["loss_offset"]
+
+
+def _row_outputs(st, so) -> np.ndarray:
+    """Per-row outputs from the solver's (one per distinct row)."""
+    X = st["rows"]
+    return X.gather(so) if isinstance(X, DistinctRows) else so
+
+
+def _run_epilogue(i, X, st, so, epilogue):
+    """The owner's epilogue, which reads per-row outputs ``st["o"]``, at the outputs ``so``."""
+    st["o"] = _row_outputs(st, so)
+    return epilogue[0](i, X, st, *epilogue[1:])
+
+
 def final_outputs(st) -> np.ndarray:
-    """A block's outputs at the w the last solve returned (a converged solve leaves them as
-    the Newton point's outputs, ``o_new``, without a round trip to move ``o``)."""
-    return st["o_new"] if "o_new" in st else st["o"]
+    """A block's per-row outputs at the w the last solve returned (a converged solve leaves
+    them as the Newton point's outputs, ``so_new``, without a round trip to move ``so``)."""
+    return _row_outputs(st, st["so_new"] if "so_new" in st else st["so"])
 
 
-def ws_assemble(i, X, prologue, token, w, step, bias, gram, full):
+def ws_assemble(i, X, prologue, token, w, step, bias, gram, full, at_w):
     st = workerstate.get(token, i)
-    st.pop("o_new", None)
+    so_new = st.pop("so_new", None)
     if prologue is not None:
         # the owner's per-block update (new costs, switched labels) rides on this round trip
         prologue[0](i, X, st, *prologue[1:])
-    X = st["rows"]
-    st["o"] = kernels.matvec(X, w, bias) if step is None else st["o"] + step * st["d"]
-    o = st["o"]
-    a, b = kernels.active_weights(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
-    loss = kernels.loss_sum(o, st["cpos"], st["cneg"], st["csq"], st["tsq"])
+    if step is None:
+        # a solve starts: the owner may have changed costs since the last one
+        _solver_costs(st)
+    U = st["U"]
+    if at_w:
+        # the last solve ended at w: its final outputs are the outputs at w, no product needed
+        if so_new is not None:
+            st["so"] = so_new
+    elif step is None:
+        st["so"] = kernels.matvec(U, w, bias)
+    else:
+        st["so"] = st["so"] + step * st["d"]
+    so = st["so"]
+    cpos, cneg, csq, tsq = st["scost"]
+    a, b = kernels.active_weights(so, cpos, cneg, csq, tsq)
+    loss = _loss(st, so)
     st["a"] = a
     if not gram:
         # CG path: with the right-hand side goes the normal product at the start point
         # (``a * o`` is its inner half), so CG's first residual needs no trip of its own
-        return None, kernels.rmatvec(X, b, bias), loss, kernels.rmatvec(X, a * o, bias)
+        return None, kernels.rmatvec(U, b, bias), loss, kernels.rmatvec(U, a * so, bias)
     if not full and "a_prev" not in st:
         raise workerstate.StateLost(f"block {i} has no Gram bookkeeping to update")
     if full:
         rows = np.flatnonzero(a)
-        G = kernels.gram_rows(X, rows, a[rows], bias)
+        G = kernels.gram_rows(U, rows, a[rows], bias, packed=True)
+        rhs = kernels.rmatvec(U, b, bias)
     else:
+        # Only rows whose weight or target changed (crossed a margin, switched label, new
+        # cost) add to the driver's running sums; its periodic full rebuild bounds round-off.
         rows = np.flatnonzero(a != st["a_prev"])
-        G = kernels.gram_rows(X, rows, a[rows] - st["a_prev"][rows], bias)
-    st["a_prev"] = a
-    # the right-hand side costs one product: sent whole, it carries no round-off history
-    return G, kernels.rmatvec(X, b, bias), loss, None
+        G = kernels.gram_rows(U, rows, a[rows] - st["a_prev"][rows], bias, packed=True)
+        rows = np.flatnonzero(b != st["b_prev"])
+        rhs = kernels.rmatvec_rows(U, rows, b[rows] - st["b_prev"][rows], bias)
+    st["a_prev"], st["b_prev"] = a, b
+    return G, rhs, loss, None
 
 
 def sum_parts(parts: list) -> tuple:
@@ -98,15 +157,15 @@ def ws_advance(i, X, token, step, epilogue=None):
     full step); return its loss there and the epilogue's result (what the owner needs from
     the final outputs: switching candidates, p-step sums)."""
     st = workerstate.get(token, i)
-    st["o"] = st.pop("o_new") if step == 1.0 and "o_new" in st else st["o"] + step * st["d"]
-    st.pop("o_new", None)
-    loss = kernels.loss_sum(st["o"], st["cpos"], st["cneg"], st["csq"], st["tsq"])
-    return loss, (None if epilogue is None else epilogue[0](i, X, st, *epilogue[1:]))
+    so_new = st.pop("so_new", None)
+    st["so"] = so_new if step == 1.0 and so_new is not None else st["so"] + step * st["d"]
+    loss = _loss(st, st["so"])
+    return loss, (None if epilogue is None else _run_epilogue(i, X, st, st["so"], epilogue))
 
 
 def ws_normal_product(i, X, token, p, bias):
     st = workerstate.get(token, i)
-    return kernels.weighted_normal_product(st["rows"], st["a"], p, bias)
+    return kernels.weighted_normal_product(st["U"], st["a"], p, bias)
 
 
 def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
@@ -117,14 +176,13 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
     this round trip.
     """
     st = workerstate.get(token, i)
-    o = st["o"]
-    o_new = kernels.matvec(st["rows"], wbar, bias)
-    st["d"] = o_new - o
-    viol = kernels.margin_violations(o, o_new, st["cpos"], st["cneg"], tau)
-    der, slope, val, counts = kernels.line_derivatives(o, st["d"], st["cpos"], st["cneg"],
-                                                       st["csq"], st["tsq"], deltas)
-    pos, change = kernels.breakpoints_between(o, st["d"], st["cpos"], st["cneg"], 0.0,
-                                              deltas[-1])
+    so = st["so"]
+    so_new = kernels.matvec(st["U"], wbar, bias)
+    st["d"] = d = so_new - so
+    cpos, cneg, csq, tsq = st["scost"]
+    viol = kernels.margin_violations(so, so_new, cpos, cneg, tau)
+    der, slope, val, counts = kernels.line_derivatives(so, d, cpos, cneg, csq, tsq, deltas)
+    pos, change = kernels.breakpoints_between(so, d, cpos, cneg, 0.0, deltas[-1])
     if pos.size > EAGER_BREAKPOINTS:
         cut = float(np.partition(pos, EAGER_BREAKPOINTS)[EAGER_BREAKPOINTS])
         # keep everything below the cut-off: the list is then complete on (0, limit]
@@ -134,23 +192,22 @@ def ws_direction(i, X, token, wbar, bias, deltas, tau, epilogue=None):
         eager = (pos, change, float(deltas[-1]))
     extra = None
     if viol == 0:
-        st["o_new"] = o_new
+        st["so_new"] = so_new
         if epilogue is not None:
-            saved, st["o"] = st["o"], o_new
-            extra = epilogue[0](i, X, st, *epilogue[1:])
-            st["o"] = saved
-    return viol, der, slope, val, counts, extra, eager
+            extra = _run_epilogue(i, X, st, so_new, epilogue)
+    return viol, der, slope, val + st["loss_offset"], counts, extra, eager
 
 
 def ws_grid(i, X, token, deltas):
     st = workerstate.get(token, i)
-    return (0,) + kernels.line_derivatives(st["o"], st["d"], st["cpos"], st["cneg"], st["csq"],
-                                           st["tsq"], deltas)
+    der, slope, val, counts = kernels.line_derivatives(st["so"], st["d"], *st["scost"], deltas)
+    return 0, der, slope, val + st["loss_offset"], counts
 
 
 def ws_breakpoints(i, X, token, lo, hi):
     st = workerstate.get(token, i)
-    return kernels.breakpoints_between(st["o"], st["d"], st["cpos"], st["cneg"], lo, hi)
+    cpos, cneg, _, _ = st["scost"]
+    return kernels.breakpoints_between(st["so"], st["d"], cpos, cneg, lo, hi)
 
 
 # driver side ------------------------------------------------------------------------------
@@ -194,8 +251,10 @@ class MFNSolver:
     bias : bool
         Append the constant feature (svmlin's regularized bias).
     gram : bool
-        Small-d path: each block returns ``[X,1]^T A [X,1]`` (updated incrementally between
-        Newton steps by the rows whose weight changed) and the driver solves by Cholesky.
+        Small-d path: each block returns ``[X,1]^T A [X,1]`` and ``[X,1]^T b`` (updated
+        incrementally between Newton steps, solves and stages by the rows whose weight or
+        target changed, rebuilt every ``refresh_every`` assemblies to bound round-off) and
+        the driver solves by Cholesky.
         Otherwise conjugate gradients on the normal equations, one round trip per iteration.
     tol : float
         tau of the stopping rule (6.2.3) and epsilon of CG (svmlin: 1e-6 both).
@@ -203,7 +262,7 @@ class MFNSolver:
 
     def __init__(self, blocks: RowBlocks, token: str, *, bias: bool = True, gram: bool = True,
                  tol: float = 1e-6, cg_tol: float | None = None, max_newton: int = 100,
-                 max_cg: int = 1000, refresh_every: int = 10):
+                 max_cg: int = 1000, refresh_every: int = 30):
         self.blocks = blocks
         self.token = token
         self.bias = bias
@@ -217,8 +276,10 @@ class MFNSolver:
 
     def reset(self) -> None:
         """Forget the driver's Gram matrix (the workers' state was rebuilt)."""
-        self._G = None
+        self._G = self._rhs = None
         self._assembles = 0
+        # the w at which the workers' (final) outputs stand
+        self._w_out = None
 
     @property
     def dim(self) -> int:
@@ -331,6 +392,7 @@ class MFNSolver:
         outputs; its per-block results are returned in ``MFNResult.extra``.
         """
         w = np.zeros(self.dim) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
+        at_w = w0 is not None and self._w_out is not None and np.array_equal(w, self._w_out)
         step = None
         n_cg = 0
         history = []
@@ -343,16 +405,17 @@ class MFNSolver:
             self._assembles += 1
             pro = prologue if (it == 0 and prologue is not None) else [None] * self.blocks.n_blocks
             per_block = [(p,) for p in pro]
-            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full,
+            parts = self._map(ws_assemble, w, step, self.bias, self.gram, full, at_w and it == 0,
                               per_block=per_block, combine=sum_parts)
             loss = sum(p[2] for p in parts)
             history.append(0.5 * (w @ self._reg_apply(gamma, w)) + loss)
             if self.gram:
-                dG = np.sum([p[0] for p in parts], axis=0)
+                dG = kernels.unpack_symmetric(np.sum([p[0] for p in parts], axis=0), self.dim)
+                d_rhs = np.sum([p[1] for p in parts], axis=0)
                 self._G = dG if full else self._G + dG
+                self._rhs = d_rhs if full else self._rhs + d_rhs
                 H = self._G + self._reg_matrix(gamma)
-                rhs = np.sum([p[1] for p in parts], axis=0)
-                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
+                wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), self._rhs)
             else:
                 rhs = np.sum([p[1] for p in parts], axis=0)
                 wbar, k = self._cg(gamma, rhs, w, np.sum([p[3] for p in parts], axis=0))
@@ -364,6 +427,7 @@ class MFNSolver:
                 # every block passed the check: outputs and epilogue at wbar are in hand
                 objective = float(grid[3][int(np.flatnonzero(STEP_GRID == 1.0)[0])])
                 history.append(objective)
+                self._w_out = wbar
                 return MFNResult(wbar, objective, it + 1, n_cg, True, history,
                                  [p[5] for p in parts])
             delta = self._line_search(w, direction, gamma, grid, [p[6] for p in parts])
@@ -376,5 +440,6 @@ class MFNSolver:
         parts = self._map(ws_advance, step, self._epilogue)
         objective = float(0.5 * (w @ self._reg_apply(gamma, w)) + sum(p[0] for p in parts))
         history.append(objective)
+        self._w_out = w
         return MFNResult(w, objective, n_newton, n_cg, converged, history,
                          [p[1] for p in parts])

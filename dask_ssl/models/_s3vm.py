@@ -67,7 +67,3 @@ def ws_unlabeled_outputs(i, X, token):
     st = workerstate.get(token, i)
     return final_outputs(st)[st["unl"]]
 
-
-def ws_labels(i, X, token):
-    """The block's temporary labels (-1, 0, +1) as int8: an eighth of the bytes of float64."""
-    return workerstate.get(token, i)["yt"].astype(np.int8)

@@ -288,9 +288,8 @@ class DADriver:
 
     def run_stage(self):
         t0 = time.perf_counter()
-        # Every stage starts from a full Gram build, as a stage rerun after a lost worker
-        # does: the two then follow the same arithmetic to the same result.
-        self.solver.reset()
+        # The Gram matrix carries over from the last stage (a stage rerun after a lost worker
+        # starts from a full build instead: the same objective up to round-off).
         est = self.est
         inner = 0
         while True:

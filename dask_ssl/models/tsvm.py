@@ -9,7 +9,7 @@ import numpy as np
 from ..linalg import workerstate
 from ..linalg.mfn import final_outputs
 from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_objective,
-                    tsvm_objective_parts, ws_labels, ws_unlabeled_outputs)
+                    tsvm_objective_parts, ws_unlabeled_outputs)
 from .base import LinearSSLClassifier
 from .l2svm import init_blocks
 
@@ -37,9 +37,12 @@ def pro_set_costs(i, X, st, cu):
 
 
 def pro_flip(i, X, st, flips):
-    """Switch the temporary labels of the given unlabeled rows (both directions)."""
-    st["yt"][flips] = -st["yt"][flips]
-    _set_costs(st, st["cu"])
+    """Switch the temporary labels of the given unlabeled rows (both directions); only their
+    costs change (an unlabeled row's are ``cu`` on its label's side and 0 on the other)."""
+    yt = st["yt"]
+    yt[flips] = -yt[flips]
+    st["cpos"][flips] = np.where(yt[flips] > 0, st["cu"], 0.0)
+    st["cneg"][flips] = np.where(yt[flips] < 0, st["cu"], 0.0)
 
 
 def ws_restore(i, X, yt, token, cu):
@@ -48,18 +51,29 @@ def ws_restore(i, X, yt, token, cu):
     _set_costs(st, cu)
 
 
+def threshold_labels(o_unl, unl, thr, n_ties_pos):
+    """Initial temporary labels of a block (0 on labeled rows) from its unlabeled rows'
+    outputs: +1 above the threshold and for the first ``n_ties_pos`` ties, else -1."""
+    yt = np.zeros(unl.shape[0])
+    yt[unl] = np.where(o_unl > thr, 1.0, -1.0)
+    yt[np.flatnonzero(unl)[np.flatnonzero(o_unl == thr)[:n_ties_pos]]] = 1.0
+    return yt
+
+
 def ws_threshold(i, X, n_ties_pos, token, thr, cu):
-    """Initial temporary labels: +1 above the threshold (and the first ``n_ties_pos`` ties)."""
     st = workerstate.get(token, i)
-    o = final_outputs(st)
-    yt = np.zeros_like(o)
     unl = st["unl"]
-    yt[unl] = np.where(o[unl] > thr, 1.0, -1.0)
-    ties = np.flatnonzero(unl & (o == thr))[:n_ties_pos]
-    yt[ties] = 1.0
-    st["yt"] = yt
+    st["yt"] = threshold_labels(final_outputs(st)[unl], unl, thr, n_ties_pos)
     _set_costs(st, cu)
-    return int((yt > 0).sum())
+
+
+def _first_sorted(keys, idx, limit):
+    """``idx`` (increasing) ordered by ``keys``, ties in ``idx`` order, first ``limit`` only:
+    a stable sort of the rows at or below the limit-th key instead of the whole list."""
+    if keys.size > limit:
+        inside = keys <= np.partition(keys, limit - 1)[limit - 1]
+        keys, idx = keys[inside], idx[inside]
+    return idx[np.argsort(keys, kind="stable")[:limit]]
 
 
 def _candidates(o, yt, limit):
@@ -68,8 +82,8 @@ def _candidates(o, yt, limit):
     pos = np.flatnonzero((yt > 0) & (o < 1.0))
     neg = np.flatnonzero((yt < 0) & (o > -1.0))
     n_pos, n_neg = pos.size, neg.size
-    pos = pos[np.argsort(o[pos], kind="stable")][:limit]
-    neg = neg[np.argsort(-o[neg], kind="stable")][:limit]
+    pos = _first_sorted(o[pos], pos, limit)
+    neg = _first_sorted(-o[neg], neg, limit)
     return o[pos], pos.astype(np.int64), n_pos, o[neg], neg.astype(np.int64), n_neg
 
 
@@ -258,13 +272,16 @@ class TSVMDriver:
         self.history = []
         self.done = False
         self.n_switches = 0
+        # the temporary labels per block, as the workers hold them: the driver decides every
+        # change (threshold, flips), so snapshots need no round trip to fetch them
+        self.unl = [y[s] == 0 for s in blocks.block_slices()]
+        self.yt = None
 
     # protocol ------------------------------------------------------------------------------
     def run_stage(self):
         t0 = time.perf_counter()
-        # Every stage starts from a full Gram build, as a stage rerun after a lost worker
-        # does: the two then follow the same arithmetic to the same result.
-        self.solver.reset()
+        # The Gram matrix carries over from the last stage (a stage rerun after a lost worker
+        # starts from a full build instead: the same objective up to round-off).
         est = self.est
         if self.stage == 0:
             res = self.solver.solve(self.w, est.gamma)
@@ -275,6 +292,8 @@ class TSVMDriver:
             g = est.gamma_u if self.warm else min(GAMMA_U_START, est.gamma_u)
             self.blocks.call(ws_threshold, self.token, thr, g / self.u,
                             per_block=[(t,) for t in ties])
+            self.yt = [threshold_labels(o, unl, thr, t)
+                       for o, unl, t in zip(outputs, self.unl, ties)]
             self.w = res.w
             self.gamma_u_cur = g
             record = {"stage": 0, "gamma_u": 0.0, "objective": res.objective, "switches": 0}
@@ -293,6 +312,8 @@ class TSVMDriver:
                 flips, k = picked
                 if k == 0:
                     break
+                for yt, f in zip(self.yt, flips):
+                    yt[f] = -yt[f]
                 switches += k
                 res = self.solver.solve(res.w, est.gamma, prologue=[(pro_flip, f) for f in flips],
                                         epilogue=(epi_candidates, eager))
@@ -314,7 +335,7 @@ class TSVMDriver:
         return record
 
     def snapshot(self) -> tuple[dict, dict]:
-        """Small state as JSON, per-row temporary labels as arrays (int8: u bytes)."""
+        """Small state as JSON, per-row temporary labels as arrays."""
         if self.stage == 0:
             self.warm = self.w is not None
         doc = {"kind": self.kind, "stage": self.stage, "gamma_u_cur": self.gamma_u_cur,
@@ -323,7 +344,8 @@ class TSVMDriver:
                "r": self.r}
         arrays = {"w": np.zeros(0) if self.w is None else np.asarray(self.w, dtype=np.float64)}
         if self.stage > 0:
-            arrays["yt"] = np.concatenate(self.blocks.call(ws_labels, self.token))
+            # int8: u bytes
+            arrays["yt"] = np.concatenate(self.yt).astype(np.int8)
         return doc, arrays
 
     def restore(self, doc: dict, arrays: dict):
@@ -339,11 +361,12 @@ class TSVMDriver:
         self.w = arrays["w"] if arrays["w"].size else None
         if self.stage > 0:
             yt = arrays["yt"].astype(np.float64)
+            self.yt = [yt[s].copy() for s in self.blocks.block_slices()]
             self.blocks.call(ws_restore, self.token, self.gamma_u_cur / self.u,
-                            per_block=[(yt[s],) for s in self.blocks.block_slices()])
+                            per_block=[(b,) for b in self.yt])
 
     def result(self) -> dict:
-        yt = np.concatenate(self.blocks.call(ws_labels, self.token)).astype(np.float64)
+        yt = np.concatenate(self.yt)
         last = self.history[-1]
         return {"w": self.w, "objective": last["objective"], "n_iter": self.stage,
                 "history": self.history, "transduction": np.where(self.y != 0, self.y, yt)}

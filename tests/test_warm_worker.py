@@ -1,0 +1,54 @@
+"""Worker start-up: cached numba kernels are loaded ahead of the first task that needs them."""
+
+import logging
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+from distributed import Client, LocalCluster
+
+from dask_ssl.cluster import WarmWorker
+from dask_ssl.linalg import kernels
+
+
+def test_fresh_process_loads_cached_kernels_without_calling_them():
+    # this process compiles (or loads) the kernel, which leaves it in numba's disk cache
+    kernels.loss_sum(np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
+    code = textwrap.dedent("""
+        from dask_ssl.cluster import warm_worker
+        from dask_ssl.linalg import kernels
+        assert warm_worker(("dask_ssl.linalg.kernels",)) >= 1
+        sigs = kernels.loss_sum.signatures
+        misses = dict(kernels.loss_sum._cache_misses)
+        print(len(sigs), sum(misses.values()))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    n_sigs, n_compiled = map(int, out.stdout.split())
+    assert n_sigs >= 1  # loaded before any call
+    assert n_compiled == 0  # from the cache, not compiled again
+
+
+def test_plugin_loads_kernels_in_a_new_worker_before_any_task():
+    kernels.loss_sum(np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        client.register_plugin(WarmWorker())
+
+        def loaded():
+            # only looks: no dask-ssl task has run in this worker
+            import time
+
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                # the plugin's thread may be importing it right now
+                kernel = getattr(sys.modules.get("dask_ssl.linalg.kernels"), "loss_sum", None)
+                if kernel is not None and kernel.signatures:
+                    return True
+                time.sleep(0.05)
+            return False
+
+        assert all(client.run(loaded).values())
