@@ -163,3 +163,88 @@ def test_workflow_file_not_utf8_or_too_large(tmp_path):
     big.write_bytes(b"#" * (2 << 20))
     with pytest.raises(WorkflowError, match="larger than"):
         load_workflow(big)
+
+
+# --- multi-view .mat files -------------------------------------------------------------------
+
+def _cell(*views):
+    cell = np.empty((1, len(views)), dtype=object)
+    for k, v in enumerate(views):
+        cell[0, k] = v
+    return cell
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"X": np.ones((4, 2)), "Y": np.ones((4, 1))}, "expected a cell array of views"),
+    ({"X": _cell(np.ones((4, 2)), np.ones((3, 2))), "Y": np.ones((4, 1))}, "view 1 has 3 rows"),
+    ({"X": _cell(np.ones((4, 2)), np.array(["abcd"])), "Y": np.ones((4, 1))},
+     "view 1 of X is not a numeric matrix"),
+    ({"X": _cell(np.ones((4, 2))), "Y": np.array(["ab"])}, "Y is not a numeric matrix"),
+    ({"X": _cell(np.ones((4, 2))), "Y": np.array([[1.5], [1], [2], [1]])}, "non-integer class"),
+    ({"Y": np.ones((4, 1))}, "no variable 'X'"),
+])
+def test_mat_files_wrong_shapes_and_cells(tmp_path, content, message):
+    import scipy.io
+
+    path = tmp_path / "views.mat"
+    scipy.io.savemat(path, content)
+    from dask_ssl.data.multiview import read_multiview
+
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        read_multiview(path)
+    assert str(err.value).startswith(str(path))
+
+
+@FUZZ
+@given(data=st.binary(max_size=400))
+def test_mat_garbage_bytes(tmp_path, data):
+    from dask_ssl.data.multiview import read_multiview
+
+    path = tmp_path / "garbage.mat"
+    path.write_bytes(b"MATLAB 5.0 MAT-file"[: len(data) % 20] + data)
+    with pytest.raises(ValueError) as err:
+        read_multiview(path)
+    assert str(path) in str(err.value)
+
+
+# --- KDD99 rows ------------------------------------------------------------------------------
+
+_KDD_ROW = ("0,tcp,http,SF,181,5450,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,8,8,0.00,0.00,0.00,0.00,"
+            "1.00,0.00,0.00,9,9,1.00,0.00,0.11,0.00,0.00,0.00,0.00,0.00,normal.")
+
+
+@FUZZ
+@given(edits=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 41),
+                                st.sampled_from(["", "x", "-1", "nan", "1e400", "a,b", "\0"])),
+                      min_size=1, max_size=3))
+def test_kdd99_rows_read_or_name_the_line(tmp_path, edits):
+    from dask_ssl.data.kdd99 import read_kdd99
+
+    rows = [_KDD_ROW.split(",") for _ in range(5)]
+    rows[1][-1] = "smurf."
+    for row, col, value in edits:
+        if value == "" and col % 2:      # drop the column: a short row
+            del rows[row][min(col, len(rows[row]) - 1)]
+        else:
+            rows[row][min(col, len(rows[row]) - 1)] = value
+    path = tmp_path / "kdd.csv"
+    path.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    try:
+        X, y = read_kdd99(str(path))
+    except ValueError as exc:
+        assert re.search(rf"{re.escape(str(path))}, line [1-5]:", str(exc)), str(exc)
+        return
+    assert X.shape[0] == y.shape[0] == 5 and set(np.unique(y)) <= {-1, 1}
+
+
+def test_kdd99_unknown_categories_at_predict_time(tmp_path):
+    from dask_ssl.data.kdd99 import read_kdd99
+
+    train, new = tmp_path / "train.csv", tmp_path / "new.csv"
+    train.write_text("\n".join([_KDD_ROW, _KDD_ROW.replace("normal.", "smurf.")]) + "\n")
+    new.write_text(_KDD_ROW.replace("tcp,http", "quic,gopher") + "\n")
+    X, _, enc = read_kdd99(str(train), return_encoding=True)
+    Xn, _ = read_kdd99(str(new), encoding=enc)
+    assert Xn.shape[1] == X.shape[1]
+    # the unknown protocol and service get all-zero one-hots; the rest encodes as in training
+    assert Xn.nnz == X[0].nnz - 2
