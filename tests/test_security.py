@@ -149,3 +149,16 @@ def test_started_local_cluster_dashboard_listens_on_localhost_only():
         cluster_obj = client.cluster
         client.close()
         cluster_obj.close()
+
+
+def test_run_workflow_json_readable_by_owner_only(tmp_path):
+    import stat
+
+    from dask_ssl.workflow.runner import new_run
+
+    doc = {"name": "wf", "outputs": {"runs": str(tmp_path / "runs")},
+           "data": {"storage_options": {"secret": "verysecret"}}}
+    run_dir = new_run(doc)
+    mode = stat.S_IMODE(os.stat(run_dir / "workflow.json").st_mode)
+    assert mode == 0o600
+    assert json.loads((run_dir / "workflow.json").read_text()) == doc
