@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import logging
+import os
 import sys
 import threading
 
@@ -19,6 +20,11 @@ log = logging.getLogger(__name__)
 #: and SciPy with them: seconds on a busy host) and loads their compiled kernels when the
 #: first task needs them; :class:`WarmWorker` does it in the background as the worker starts.
 WORKER_MODULES = ("dask_ssl.linalg.mfn", "dask_ssl.models", "dask_ssl.data", "dask_ssl.graph")
+
+#: Where a started LocalCluster's dashboard listens: this machine only, on a free port. The
+#: dashboard shows task names and data sizes and accepts profiling requests; a shared host's
+#: other users must not reach it. Set ``DASK_SSL_DASHBOARD`` (e.g. ``0.0.0.0:8787``) to open it.
+DEFAULT_DASHBOARD = "127.0.0.1:0"
 
 _OWNED: list[Client] = []
 
@@ -102,9 +108,9 @@ def get_client(client: Client | None = None, *, scheduler: str | None = None,
 
     Order: an explicit ``client``; a ``scheduler`` address to connect to; the current default
     client; otherwise a LocalCluster started once per process (``n_workers`` workers with one
-    thread each, :func:`default_workers` by default) and closed at exit. A cluster reached by
-    address or started here
-    gets the :class:`WarmWorker` plugin.
+    thread each, :func:`default_workers` by default) and closed at exit, its scheduler, workers
+    and dashboard listening on 127.0.0.1 only (see ``DEFAULT_DASHBOARD``). A cluster reached
+    by address or started here gets the :class:`WarmWorker` plugin.
     """
     if client is not None:
         return client
@@ -123,7 +129,10 @@ def get_client(client: Client | None = None, *, scheduler: str | None = None,
         if n_workers is None or len(owned.scheduler_info(n_workers=-1)["workers"]) == n_workers:
             return owned
     cluster = LocalCluster(n_workers=n_workers or default_workers(), threads_per_worker=1,
-                           dashboard_address=":0", silence_logs=logging.ERROR)
+                           host="127.0.0.1",
+                           dashboard_address=os.environ.get("DASK_SSL_DASHBOARD",
+                                                            DEFAULT_DASHBOARD),
+                           silence_logs=logging.ERROR)
     # Workers on this machine are reachable: solver round trips skip the scheduler hop
     # (RCV1-like TSVM, 200 k rows: 29.8 -> 27.2 s, driver CPU 5.7 -> 4.3 s).
     owned = Client(cluster, set_as_default=False, direct_to_workers=True)

@@ -206,8 +206,12 @@ def test_bad_parameters(client, data, cls, params, message):
 @pytest.mark.parametrize("cls", [TSVM, DAS3VM])
 def test_all_or_no_rows_labeled(client, data, cls):
     X, yl, y = data
-    with pytest.raises(ValueError, match="no unlabeled rows"):
-        cls(unlabeled=0, client=client).fit(X, y)
+    with pytest.warns(UserWarning, match="no unlabeled rows"):
+        est = cls(unlabeled=0, client=client).fit(X, y)
+    svm = L2SVM(client=client).fit(X, y)
+    np.testing.assert_allclose(est.coef_, svm.coef_, rtol=1e-12)
+    assert est.objective_ == pytest.approx(svm.objective_, rel=1e-12)
+    np.testing.assert_array_equal(est.transduction_, y)
     with pytest.raises(ValueError, match="no labeled rows"):
         cls(unlabeled=0, client=client).fit(X, np.zeros_like(y))
 

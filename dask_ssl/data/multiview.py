@@ -28,17 +28,42 @@ def read_multiview(path):
     ValueError
         If ``X`` or ``Y`` is missing, or the views and ``Y`` disagree on the number of rows.
     """
-    mat = scipy.io.loadmat(path)
+    try:
+        mat = scipy.io.loadmat(path)
+    except Exception as exc:  # noqa: BLE001
+        # A malformed file fails anywhere in scipy's parser (MatReadError, IndexError, zlib,
+        # ValueError, ...), and none of its messages names the file.
+        raise ValueError(f"{path}: not a readable MATLAB v5 .mat file ({exc})") from None
     for key in ("X", "Y"):
         if key not in mat:
             found = sorted(k for k in mat if not k.startswith("__"))
             raise ValueError(f"{path}: no variable {key!r} (found {found})")
-    cells = mat["X"].ravel()
-    views = [sp.csr_matrix(v, dtype=np.float64) if sp.issparse(v)
-             else np.ascontiguousarray(v, dtype=np.float64) for v in cells]
-    y = np.asarray(mat["Y"]).ravel().astype(np.int64)
+    if mat["X"].dtype != object:
+        raise ValueError(f"{path}: X is a {mat['X'].dtype} matrix; expected a cell array of "
+                         "views")
+    views = [_view(path, k, v) for k, v in enumerate(mat["X"].ravel())]
+    y = _matrix(path, "Y", mat["Y"]).ravel()
+    if not (np.isfinite(y).all() and np.array_equal(y, np.round(y))):
+        raise ValueError(f"{path}: Y holds non-integer class ids (entry "
+                         f"{int(np.flatnonzero(~np.isfinite(y) | (y != np.round(y)))[0])})")
+    y = y.astype(np.int64)
     for k, view in enumerate(views):
         if view.shape[0] != y.shape[0]:
             raise ValueError(f"{path}: view {k} has {view.shape[0]} rows but Y has {y.shape[0]} "
                              "entries (views must hold examples as rows)")
     return views, y
+
+
+def _matrix(path, what: str, value) -> np.ndarray:
+    """A numeric 2-D array as float64, else a ValueError naming the file and the variable."""
+    if sp.issparse(value):
+        return sp.csr_matrix(value, dtype=np.float64)
+    value = np.asarray(value)
+    if value.dtype.kind not in "biuf" or value.ndim != 2:
+        raise ValueError(f"{path}: {what} is not a numeric matrix (dtype {value.dtype}, "
+                         f"shape {value.shape})")
+    return np.ascontiguousarray(value, dtype=np.float64)
+
+
+def _view(path, k: int, value):
+    return _matrix(path, f"view {k} of X", value)

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, column_or_1d
 
 from ..linalg import RowBlocks
+
+
+def _value_text(val: float) -> str:
+    # "NaN" and "inf" as scikit-learn spells them, so a caller can match either family
+    return "NaN" if np.isnan(val) else ("inf" if val > 0 else "-inf")
 
 
 def _nonfinite_rows(i, X):
@@ -21,23 +28,43 @@ def _nonfinite_rows(i, X):
     return int(row), int(col), float(X[row, col])
 
 
+def _nonfinite_error(row: int, col: int, val: float) -> ValueError:
+    return ValueError(f"X contains a non-finite value ({_value_text(val)}) at row {row}, "
+                      f"column {col}")
+
+
 def check_finite_local(X) -> None:
     found = _nonfinite_rows(0, X)
     if found is not None:
-        row, col, val = found
-        raise ValueError(f"X contains a non-finite value ({val}) at row {row}, column {col}")
+        raise _nonfinite_error(*found)
 
 
 def check_finite_blocks(blocks: RowBlocks) -> None:
     for i, found in enumerate(blocks.call(_nonfinite_rows)):
         if found is not None:
             row, col, val = found
-            raise ValueError(f"X contains a non-finite value ({val}) at row "
-                             f"{int(blocks.offsets[i]) + row}, column {col}")
+            raise _nonfinite_error(int(blocks.offsets[i]) + row, col, val)
+
+
+def check_local(X):
+    """In-memory X as float64 (a CSR matrix or an array): two-dimensional, non-empty, real,
+    finite. Complex, string and ragged input is refused here, not cast."""
+    X = check_array(X, accept_sparse="csr", dtype=np.float64, ensure_all_finite=False,
+                    input_name="X")
+    check_finite_local(X)
+    return X
+
+
+def as_input(X):
+    """In-memory X checked by :func:`check_local`; RowBlocks and dask arrays as they are (they
+    are checked where they live, by :func:`to_blocks`)."""
+    import dask.array as da
+
+    return X if isinstance(X, (RowBlocks, da.Array)) else check_local(X)
 
 
 def to_blocks(X, client, n_blocks=None) -> RowBlocks:
-    """Validate ``X`` (finite, two-dimensional, non-empty) and hold it as row blocks."""
+    """Validate ``X`` (finite, two-dimensional, non-empty, real) and hold it as row blocks."""
     if isinstance(X, RowBlocks):
         if X.n_rows == 0:
             raise ValueError("X has no rows")
@@ -45,40 +72,53 @@ def to_blocks(X, client, n_blocks=None) -> RowBlocks:
         return X
     import dask.array as da
 
-    if not (sp.issparse(X) or isinstance(X, da.Array)):
-        X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
     if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"X is empty (shape {X.shape})")
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"X has dtype {X.dtype}; expected real numbers")
         blocks = RowBlocks.from_dask_array(X, client=client)
         check_finite_blocks(blocks)
         return blocks
-    check_finite_local(X)
-    return RowBlocks.from_array(X, client=client, n_blocks=n_blocks)
+    return RowBlocks.from_array(check_local(X), client=client, n_blocks=n_blocks)
+
+
+def n_rows_of(X) -> int:
+    """Rows of any X an estimator accepts (RowBlocks, arrays, sparse matrices, lists)."""
+    if isinstance(X, RowBlocks):
+        return X.n_rows
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None else len(X)
 
 
 def encode_labels(y, n_rows: int, unlabeled) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(classes, codes)``: codes index ``classes`` and are -1 on unlabeled rows.
 
-    ``unlabeled`` is the marker of unlabeled rows (scikit-learn: -1; svmlight/svmlin: 0).
+    ``unlabeled`` is the marker of unlabeled rows (scikit-learn: -1; svmlight/svmlin: 0), or
+    None when every row is labeled (supervised estimators given a y). Regression targets are
+    refused; a column vector is accepted with scikit-learn's DataConversionWarning.
     """
-    y = np.asarray(y).ravel()
+    y = column_or_1d(y, warn=True)
     if y.shape[0] != n_rows:
         raise ValueError(f"y has {y.shape[0]} entries but X has {n_rows} rows")
+    if y.dtype.kind == "c":
+        raise ValueError("y is complex; expected class labels")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(f"y contains a non-finite value at row {int(np.flatnonzero(~np.isfinite(y))[0])}")
-    labeled = y != unlabeled
+    labeled = np.ones(n_rows, dtype=bool) if unlabeled is None else np.asarray(y != unlabeled)
     if not labeled.any():
         raise ValueError(f"no labeled rows: every entry of y is the unlabeled marker {unlabeled!r}")
+    check_classification_targets(y[labeled])
     classes, codes = np.unique(y[labeled], return_inverse=True)
     if classes.size < 2:
         hint = ""
         if unlabeled == -1 and classes[0] == 1 and (~labeled).any():
             hint = (" (y looks like +1/-1 labels: -1 is read as 'unlabeled'; pass unlabeled=0 "
                     "or another marker if -1 is a class)")
-        raise ValueError(f"only one labeled class ({classes[0]!r}); need at least two{hint}")
+        raise ValueError(f"only one labeled class ({classes[0]!r}): one class among "
+                         f"{int(labeled.sum())} labeled rows; need at least two{hint}")
     out = np.full(n_rows, -1, dtype=np.int64)
     out[labeled] = codes
     return classes, out

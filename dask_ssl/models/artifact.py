@@ -12,7 +12,9 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shutil
+import stat
 import uuid
 from pathlib import Path
 
@@ -21,6 +23,38 @@ import numpy as np
 from .. import __version__
 
 FORMAT = "dask-ssl-model/1"
+#: model.json holds parameters, metrics and per-stage history: megabytes at most. A larger
+#: file is not one we wrote, and is refused before it is read into memory.
+MAX_DOCUMENT_BYTES = 64 << 20
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+_SECRET_KEYS = re.compile(r"storage_options|secret|passw|token|credential|(^|_)key$", re.I)
+
+
+def redact(value):
+    """``value`` with credentials removed: ``user:secret@`` of URLs becomes ``***@`` and the
+    values under secret-looking keys (``storage_options``, ``*secret*``, ``*token*``, ...)
+    become ``"***"``. For anything written where others read it: model.json, reports, logs."""
+    if isinstance(value, str):
+        return _URL_CREDENTIALS.sub(r"\g<scheme>***@", value)
+    if isinstance(value, dict):
+        return {k: "***" if isinstance(k, str) and _SECRET_KEYS.search(k) and v
+                else redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    return value
+
+
+def _regular_file(path: Path, what: str) -> os.stat_result:
+    """lstat of a file a model directory must hold as a plain file (not a link, device, ...)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path} is missing ({what})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise ValueError(f"{path} is {kind}; a model directory holds its {what} as a plain file")
+    return st
 
 
 def _sha256(path: Path) -> str:
@@ -62,7 +96,7 @@ def model_document(estimator, *, metrics: dict | None = None, extra: dict | None
         "metrics": dict(metrics or {}),
     }
     doc.update(extra or {})
-    return doc
+    return redact(doc)
 
 
 def save_model(estimator, path, *, metrics: dict | None = None, extra: dict | None = None) -> Path:
@@ -103,30 +137,59 @@ def save_model(estimator, path, *, metrics: dict | None = None, extra: dict | No
 
 def read_document(path) -> dict:
     path = Path(path)
+    if not (path / "model.json").exists() and not (path / "model.json").is_symlink():
+        raise ValueError(f"{path} is not a model directory (no model.json)")
+    st = _regular_file(path / "model.json", "model.json")
+    if st.st_size > MAX_DOCUMENT_BYTES:
+        raise ValueError(f"{path}/model.json has {st.st_size} bytes, more than a model "
+                         f"document holds ({MAX_DOCUMENT_BYTES})")
     try:
         doc = json.loads((path / "model.json").read_text())
-    except FileNotFoundError:
-        raise ValueError(f"{path} is not a model directory (no model.json)") from None
-    if doc.get("format") != FORMAT:
-        raise ValueError(f"{path}/model.json has format {doc.get('format')!r}, expected {FORMAT!r}")
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}/model.json is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"{path}/model.json has format {found!r}, expected {FORMAT!r}")
     return doc
 
 
+def _read_arrays(path: Path) -> dict:
+    """The arrays of ``arrays.npz``, without pickle: object arrays and any file that is not an
+    .npz of plain arrays are refused with the file's name."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if not hasattr(npz, "files"):
+                raise ValueError("a single .npy array, not an .npz archive")
+            return {k: npz[k] for k in npz.files}
+    except Exception as exc:  # numpy raises ValueError, OSError, zipfile.BadZipFile, ...
+        raise ValueError(f"{path} is not an .npz archive of plain arrays (loading never "
+                         f"unpickles): {exc}") from None
+
+
 def load_model(path):
-    """Load a model directory written by :func:`save_model`; checksums are verified."""
+    """Load a model directory written by :func:`save_model`; checksums are verified.
+
+    Nothing in the directory is executed: model.json is JSON, the arrays are read with
+    ``allow_pickle=False``, both must be plain files (no links out of the directory), and the
+    estimator is looked up by name among dask-ssl's own with its recorded parameters only.
+    """
     path = Path(path)
     doc = read_document(path)
-    expected = doc.get("checksums", {}).get("arrays.npz")
+    _regular_file(path / "arrays.npz", "arrays")
+    expected = (doc.get("checksums") or {}).get("arrays.npz")
     actual = _sha256(path / "arrays.npz")
     if expected != actual:
         raise ValueError(f"{path}/arrays.npz does not match its checksum in model.json "
                          f"(expected {expected}, found {actual})")
-    cls = _registry().get(doc["estimator"])
+    cls = _registry().get(doc.get("estimator"))
     if cls is None:
-        raise ValueError(f"{path}: unknown estimator {doc['estimator']!r}")
-    est = cls(**doc["params"])
-    with np.load(path / "arrays.npz", allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    est._restore(arrays, doc)
+        raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r}")
+    params = doc.get("params")
+    known = cls().get_params(deep=False)
+    if not isinstance(params, dict) or not set(params) <= set(known) - {"client"}:
+        raise ValueError(f"{path}/model.json: params must be a mapping of {cls.__name__}'s "
+                         f"parameters, got {params!r}")
+    est = cls(**params)
+    est._restore(_read_arrays(path / "arrays.npz"), doc)
     est.model_document_ = doc
     return est

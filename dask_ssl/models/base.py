@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import time
 import uuid
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
 from ..linalg import RowBlocks, workerstate
-from ..linalg.mfn import MFNSolver
-from ._input import encode_labels, to_blocks
+from ..linalg.mfn import MFNSolver, ws_init
+from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
 GRAM_MAX_FEATURES = 1000
@@ -40,13 +42,58 @@ class OneVsRestLabels:
         return self._labels_from_scores(self.decision_function(X))
 
 
+def hinge_costs(y: np.ndarray, costs: np.ndarray) -> dict:
+    """Per-row hinge costs of labeled rows: ``cpos`` for y = +1, ``cneg`` for y = -1."""
+    return {"cpos": np.where(y > 0, costs, 0.0), "cneg": np.where(y < 0, costs, 0.0)}
+
+
+def init_blocks(blocks, token: str, arrays: dict) -> None:
+    """Ship per-row arrays (n-sized, split like the blocks) into each block's worker state."""
+    per_block = [({k: v[s] for k, v in arrays.items()},) for s in blocks.block_slices()]
+    blocks.call(ws_init, token, per_block=per_block)
+
+
+def check_sample_weight(sample_weight, codes: np.ndarray) -> np.ndarray:
+    """Per-row cost multipliers as float64: finite, non-negative, one per row, and positive on
+    labeled rows of at least two classes."""
+    n_rows = codes.shape[0]
+    if sample_weight is None:
+        return np.ones(n_rows)
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.shape != (n_rows,) or not np.all(np.isfinite(weights)) or (weights < 0).any():
+        raise ValueError(f"sample_weight must be a finite, non-negative vector with one entry "
+                         f"per row ({n_rows}), got shape {weights.shape}")
+    weighted = codes[(codes >= 0) & (weights > 0)]
+    if weighted.size == 0:
+        raise ValueError("sample_weight is zero on every labeled row")
+    if np.unique(weighted).size < 2:
+        raise ValueError("sample_weight is positive on the labeled rows of only one class; "
+                         "need at least two classes with positive weight")
+    return weights
+
+
 class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     """Base of the linear estimators: ``decision_function(x) = w^T x + b`` per class.
 
     Subclasses implement ``_fit_binary(blocks, y, costs, w0, token) -> dict`` where ``y`` holds
     +1/-1 on labeled rows and 0 on unlabeled ones; the dict has ``w`` (bias last), ``objective``,
     ``n_iter`` and optionally ``history`` and ``transduction`` (per-row +1/-1 on all rows).
+
+    A semi-supervised subclass given no unlabeled row fits the supervised L2-SVM on the labeled
+    rows instead, with a warning (as scikit-learn's ``SelfTrainingClassifier`` does): its
+    objective without unlabeled rows is the L2-SVM objective.
     """
+
+    #: Whether y marks unlabeled rows by default (-1, scikit-learn's convention). A supervised
+    #: estimator reads every entry of a y it is given as a class, so -1 stays a class.
+    _semi_supervised = True
+    #: Without unlabeled rows, fit the supervised L2-SVM (with a warning) instead.
+    _supervised_fallback = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     # fitting -----------------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -74,8 +121,8 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             Class labels; rows equal to ``unlabeled`` are unlabeled. Taken from the blocks'
             labels when X is a RowBlocks that carries them.
         sample_weight : array of shape (n,), optional
-            Per-example cost multipliers (svmlin's per-example costs); labeled costs are
-            ``sample_weight_i / l``.
+            Per-example cost multipliers: labeled costs are ``c_i / sum_labeled c`` (svmlin's
+            1/l with unit weights), so an integer weight means the same as repeating the row.
         coef_init : array of shape (n_classes_fitted, d + 1), optional
             Starting weights (bias last), e.g. last night's model: the seeds' "seeding".
         resume : bool, default=False
@@ -87,21 +134,28 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         self._resume = resume
         self.restarts_ = 0
-        client = get_client(self.client)
-        blocks = to_blocks(X, client, self.n_blocks)
-        marker = -1 if self.unlabeled is None else self.unlabeled
+        marker = self.unlabeled
         if y is None:
             if not isinstance(X, RowBlocks) or X.labels is None:
-                raise ValueError("y is required unless X is a RowBlocks that carries labels")
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
+                                 "y is None (it may be omitted only for a RowBlocks X that "
+                                 "carries labels)")
+            # labels read with the data follow svmlin / SVMlight: 0 marks unlabeled rows
             y = X.gather_labels()
             marker = 0 if self.unlabeled is None else self.unlabeled
-        classes, codes = encode_labels(y, blocks.n_rows, marker)
-        self._check_data(codes)
+        elif marker is None and self._semi_supervised:
+            marker = -1
+        X = as_input(X)
+        classes, codes = encode_labels(y, n_rows_of(X), marker)
+        weights = check_sample_weight(sample_weight, codes)
+        client = get_client(self.client)
+        blocks = to_blocks(X, client, self.n_blocks)
+        fit_part = self._fit_binary
+        if self._semi_supervised and self._supervised_fallback and not (codes < 0).any():
+            warnings.warn(f"y has no unlabeled rows (marker {marker!r}): {type(self).__name__} "
+                          "fits the supervised L2-SVM on them", UserWarning, stacklevel=2)
+            fit_part = self._fit_supervised
         n_labeled = int((codes >= 0).sum())
-        weights = np.ones(blocks.n_rows) if sample_weight is None else np.asarray(
-            sample_weight, dtype=np.float64)
-        if weights.shape != (blocks.n_rows,) or not np.all(np.isfinite(weights)) or (weights < 0).any():
-            raise ValueError("sample_weight must be a finite, non-negative vector with one entry per row")
         targets = [1] if classes.size == 2 else list(range(classes.size))
         self.feature_map_ = self._fit_feature_map(blocks)
         features = blocks if self.feature_map_ is None else self.feature_map_.transform(blocks)
@@ -115,13 +169,17 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         features, order = self._prepare(blocks, features, client)
         if order is not None:
             codes, weights = codes[order], weights[order]
-        costs = weights / n_labeled
+        labeled = codes >= 0
+        # Labeled cost c_i / sum of the labeled c (svmlin: 1/l with unit weights), so that an
+        # integer weight means the same as repeating the row, as scikit-learn expects.
+        costs = weights / weights[labeled].sum()
         try:
             # The driver's BLAS work is d-sized and between round trips; a threaded BLAS
             # gains nothing there, and its spinning threads took a whole core from the
             # workers of a LocalCluster (RCV1-like TSVM: driver CPU 48 s in a 50 s fit).
             with threadpool_limits(limits=1, user_api="blas"):
-                results = self._fit_targets(features, codes, targets, costs, coef_init, client)
+                results = self._fit_targets(features, codes, targets, costs, coef_init, client,
+                                            fit_part)
         finally:
             self._release(client)
         W = np.vstack([out["w"] for out in results])
@@ -138,7 +196,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         self.objective_ = objectives[0] if len(objectives) == 1 else np.array(objectives)
         self.n_iter_ = iters[0] if len(iters) == 1 else np.array(iters)
         self.history_ = histories[0] if len(histories) == 1 else histories
-        if all(t is not None for t in transductions):
+        if self._semi_supervised and all(t is not None for t in transductions):
             scores = np.column_stack(transductions)
             if order is not None:
                 scores = scores[np.argsort(order)]
@@ -148,16 +206,17 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client) -> list:
-        """One ``_fit_binary`` result per one-vs-rest target (a subclass may solve them together)."""
+    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
+        """One ``fit_part`` (``_fit_binary``, or ``_fit_supervised`` without unlabeled rows)
+        result per one-vs-rest target (a subclass may solve them together)."""
         results = []
         for k, cls in enumerate(targets):
             self._part = (k, len(targets))
             yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
             token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
             try:
-                results.append(self._fit_binary(blocks, yk, costs, None if coef_init is None
-                                                else coef_init[k], token))
+                results.append(fit_part(blocks, yk, costs, None if coef_init is None
+                                        else coef_init[k], token))
             finally:
                 client.run(workerstate.drop, token)
         return results
@@ -170,8 +229,16 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     def _release(self, client) -> None:
         """Hook: free what :meth:`_prepare` set up on the workers."""
 
-    def _check_data(self, codes: np.ndarray) -> None:
-        """Hook for estimators that need unlabeled rows (the semi-supervised ones)."""
+    def _fit_supervised(self, blocks, y, costs, w0, token) -> dict:
+        """One L2-SVM-MFN solve on the labeled rows (L2SVM, and S3VMs without unlabeled rows)."""
+        init_blocks(blocks, token, hinge_costs(y, costs))
+        # every row is labeled here: the transduction is the labels themselves
+        return {**self._solve_mfn(blocks, token, w0), "transduction": y}
+
+    def _solve_mfn(self, blocks, token, w0) -> dict:
+        res = self._solver(blocks, token).solve(w0, self.gamma)
+        return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
+                "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}
 
     # feature map (kernel, n_components: Nystrom features before the linear model) -----------
     def _check_feature_map(self) -> None:
@@ -212,25 +279,27 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         """``X w + b``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
         import dask.array as da
 
-        if getattr(self, "feature_map_", None) is not None:
-            if not isinstance(X, (RowBlocks, da.Array)) and not sp.issparse(X):
-                X = np.asarray(X, dtype=np.float64)
-            if len(X.shape) != 2 or X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has shape {X.shape}; the model expects "
-                                 f"{self.n_features_in_} features")
-            X = self.feature_map_.transform(X)
+        check_is_fitted(self, "coef_")
+        fm = getattr(self, "feature_map_", None)
+        n_in = self.n_features_in_ if fm is not None else self.coef_.shape[1]
+        if isinstance(X, (RowBlocks, da.Array)):
+            if len(X.shape) != 2 or X.shape[1] != n_in:
+                raise ValueError(f"X has shape {X.shape}; {type(self).__name__} is expecting "
+                                 f"{n_in} features")
+        else:
+            X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                              ensure_all_finite=False)
+            check_finite_local(X)
+        if fm is not None:
+            X = fm.transform(X)
+        d = self.coef_.shape[1]
         if isinstance(X, RowBlocks):
             W = np.column_stack([self.coef_, self.intercept_]).T
-            parts = X.call(_block_scores, W, self.coef_.shape[1])
+            parts = X.call(_block_scores, W, d)
             scores = np.concatenate(parts)
         elif isinstance(X, da.Array):
             scores = X @ self.coef_.T + self.intercept_
         else:
-            if not sp.issparse(X):
-                X = np.asarray(X, dtype=np.float64)
-            if X.ndim != 2 or X.shape[1] != self.coef_.shape[1]:
-                raise ValueError(f"X has shape {X.shape}; the model expects "
-                                 f"{self.coef_.shape[1]} features")
             scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores[:, 0] if self.classes_.size == 2 else scores
 

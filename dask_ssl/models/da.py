@@ -14,7 +14,6 @@ from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_obje
                     tsvm_objective_parts)
 from .base import LinearSSLClassifier, check_positive
 from .l2svm import init_blocks
-from .tsvm import TSVM
 
 #: Each further round trip of the balance root evaluates an even grid over the bracket plus
 #: Newton's guess and points at these multiples of its last step around it (the guess is
@@ -250,8 +249,6 @@ class DAS3VM(LinearSSLClassifier):
         check_positive("epsilon", self.epsilon)
         if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
             raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
-
-    _check_data = TSVM._check_data
 
     def _fit_binary(self, blocks, y, costs, w0, token):
         r = positive_fraction(self, y)

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
@@ -34,7 +35,7 @@ from ..graph.weights import LOCAL, Graph, check_graph_params, edge_weights, knn_
     query_widths
 from ..linalg import RowBlocks
 from ..linalg.block_cg import block_cg
-from ._input import check_finite_local, encode_labels, to_blocks
+from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 
 
 def _check_number(name, value, *, low=0.0, strict=True, integer=False):
@@ -136,6 +137,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.n_blocks = n_blocks
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _check_params(self):
         _check_number("gamma_I", self.gamma_I)
         _check_number("n_neighbors", self.n_neighbors, integer=True)
@@ -166,9 +172,12 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self._check_params()
         if y is None:
             if not (isinstance(X, RowBlocks) and X.labels is not None):
-                raise ValueError("y is required unless X is a RowBlocks carrying labels")
+                raise ValueError("GraphTransduction requires y to be passed, but the target y "
+                                 "is None (it may be omitted only for a RowBlocks X that "
+                                 "carries labels)")
             y = X.gather_labels()
-        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        X = as_input(X)
+        n_rows = n_rows_of(X)
         classes, codes = encode_labels(y, n_rows, self.unlabeled)
         check_knn_params(n_rows, self.n_neighbors, self.metric)
         if graph is not None and graph.n_rows != n_rows:
@@ -207,6 +216,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
                           f"residuals {np.round(result.residual, 8).tolist()} > tol={self.tol}",
                           ConvergenceWarning, stacklevel=2)
         self.classes_ = classes
+        self.n_features_in_ = int(X.shape[1])
         self.scores_ = F
         self.label_distributions_ = _normalize(F)
         self.transduction_ = classes[np.argmax(F, axis=1)]
@@ -217,8 +227,9 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         return self
 
     def _neighbor_scores(self, X):
-        if not hasattr(self, "scores_"):
-            raise ValueError("this GraphTransduction is not fitted yet; call fit first")
+        check_is_fitted(self, "scores_")
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                          ensure_all_finite=False)
         check_finite_local(X)
         ind, dist = query_knn(self.graph_.neighbors, X, self.n_neighbors, self.search_epsilon)
         products = None

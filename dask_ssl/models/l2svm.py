@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..linalg.mfn import ws_init
-from .base import LinearSSLClassifier
-
-
-def hinge_costs(y: np.ndarray, costs: np.ndarray) -> dict:
-    """Per-row hinge costs of labeled rows: ``cpos`` for y = +1, ``cneg`` for y = -1."""
-    return {"cpos": np.where(y > 0, costs, 0.0), "cneg": np.where(y < 0, costs, 0.0)}
-
-
-def init_blocks(blocks, token: str, arrays: dict) -> None:
-    """Ship per-row arrays (n-sized, split like the blocks) into each block's worker state."""
-    per_block = [({k: v[s] for k, v in arrays.items()},) for s in blocks.block_slices()]
-    blocks.call(ws_init, token, per_block=per_block)
+from .base import LinearSSLClassifier, hinge_costs, init_blocks
 
 
 class SupervisedMFN(LinearSSLClassifier):
     """What L2SVM and RLS share: one L2-SVM-MFN solve on the labeled rows' per-row costs,
-    which a subclass supplies through ``_row_arrays(y, costs)``."""
+    which a subclass supplies through ``_row_arrays(y, costs)``.
+
+    Every entry of a y passed to ``fit`` is a class unless ``unlabeled`` names a marker; labels
+    read with the data (``y=None``) keep svmlin's 0 for unlabeled rows.
+    """
+
+    _semi_supervised = False
 
     def __init__(self, *, gamma=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
                  solver="auto", unlabeled=None, client=None, n_blocks=None):
@@ -36,9 +28,7 @@ class SupervisedMFN(LinearSSLClassifier):
 
     def _fit_binary(self, blocks, y, costs, w0, token):
         init_blocks(blocks, token, self._row_arrays(y, costs))
-        res = self._solver(blocks, token).solve(w0, self.gamma)
-        return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
-                "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}
+        return self._solve_mfn(blocks, token, w0)
 
 
 class L2SVM(SupervisedMFN):
@@ -61,8 +51,9 @@ class L2SVM(SupervisedMFN):
         'gram' assembles ``X^T C X`` on the blocks and solves by Cholesky (small d); 'cg'
         runs conjugate gradients with one round trip per iteration; 'auto' picks by d.
     unlabeled : scalar, optional
-        Marker of unlabeled rows in y. Default: -1 (scikit-learn's convention) for a y passed
-        to ``fit``, 0 (svmlin / SVMlight's) for labels read with the data (``y=None``).
+        Marker of unlabeled rows in y, which the fit ignores. Default: none for a y passed to
+        ``fit`` (every entry is a class, -1 included), 0 (svmlin / SVMlight's) for labels read
+        with the data (``y=None``).
     client : distributed.Client, optional
         Client to run on; default: the current client, else a LocalCluster started on demand.
     n_blocks : int, optional

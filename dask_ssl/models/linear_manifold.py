@@ -50,6 +50,9 @@ def _check_int(name, value):
 class _LinearManifold(LinearSSLClassifier):
     """What LinearLapRLS and LinearLapSVM share: parameters, the graph, the lined-up rows."""
 
+    #: With every row labeled the graph term still shapes w: no fallback to the plain L2-SVM.
+    _supervised_fallback = False
+
     def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
                  weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
                  search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
@@ -202,7 +205,7 @@ class LinearLapRLS(_LinearManifold):
     feature_map_ : NystromFeatures or None
     """
 
-    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client) -> list:
+    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         dg = self._dg
         labeled = codes >= 0
         Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
@@ -321,7 +324,7 @@ class LinearLapSVM(_LinearManifold):
     As :class:`LinearLapRLS`; ``n_iter_`` counts Newton steps, ``n_cg_`` CG iterations.
     """
 
-    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client) -> list:
+    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         self._H = self._dg.gram() if self._gram_path(blocks) else None
         self._n_cg, self._cg_trips = [], [0, 0]
         try:

@@ -177,8 +177,12 @@ class TSVM(LinearSSLClassifier):
     max_switches : int, optional
         S, pairs switched per inner iteration (svmlin ``-S``): 1 is Joachims' TSVM; the default
         None switches every pair that qualifies (S = u/2).
-    tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks
+    tol, max_iter, fit_intercept, solver, client, n_blocks
         As in :class:`L2SVM`; ``max_iter`` bounds each L2-SVM-MFN call.
+    unlabeled : scalar, optional
+        Marker of unlabeled rows in y. Default: -1 (scikit-learn's convention) for a y passed
+        to ``fit``, 0 (svmlin / SVMlight's) for labels read with the data (``y=None``). With no
+        unlabeled row the fit is L2SVM's, with a warning.
     checkpoint : str, optional
         Local path or fsspec URL of a directory to checkpoint to after every stage;
         ``dask-ssl resume`` continues from it.
@@ -236,11 +240,6 @@ class TSVM(LinearSSLClassifier):
         if self.max_switches is not None and not (
                 isinstance(self.max_switches, (int, np.integer)) and self.max_switches >= 1):
             raise ValueError(f"max_switches must be an integer >= 1 or None, got {self.max_switches!r}")
-
-    def _check_data(self, codes: np.ndarray) -> None:
-        if not (codes < 0).any():
-            raise ValueError("no unlabeled rows: a transductive SVM needs some (use L2SVM for "
-                             "fully labeled data)")
 
     def _fit_binary(self, blocks, y, costs, w0, token):
         r = positive_fraction(self, y)

@@ -10,6 +10,7 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from ..models.artifact import redact
 from .store import write_json_atomic
 
 _PACKAGES = ("dask-ssl", "dask", "distributed", "numpy", "scipy", "scikit-learn", "numba")
@@ -34,7 +35,7 @@ def versions() -> dict:
 
 def write_report(run_dir: Path, report: dict) -> Path:
     path = Path(run_dir) / "report.json"
-    write_json_atomic(path, report)
+    write_json_atomic(path, redact(report))
     return path
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import sys
 import time
 import traceback
@@ -41,7 +42,11 @@ def new_run(doc: dict, *, date: dt.date | None = None, kind: str = "run") -> Pat
     run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
     run_dir = Path(doc["outputs"]["runs"]) / doc["name"] / run_id
     run_dir.mkdir(parents=True)
-    (run_dir / "workflow.json").write_text(json.dumps(doc, indent=2) + "\n")
+    # The resolved workflow keeps its storage options (a resumed run reads the data again), so
+    # it is the one file of a run with credentials: readable by its owner only.
+    fd = os.open(run_dir / "workflow.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(doc, indent=2) + "\n")
     RunState(run_dir).update(run_id=run_id, workflow=doc["name"], kind=kind, status="queued",
                              date=(date or dt.date.today()).isoformat(), created=now(), steps=[])
     return run_dir

@@ -31,6 +31,10 @@ DEFAULTS = {
 }
 
 
+#: Read no more of a workflow file than this (memory stays bounded whatever the path names).
+MAX_WORKFLOW_BYTES = 1 << 20
+
+
 class WorkflowError(ValueError):
     """A workflow that cannot run; the message lists every problem with its file and line."""
 
@@ -76,9 +80,17 @@ def load_workflow(path, overrides: list[str] = ()) -> Workflow:
     """
     source = str(path)
     try:
-        text = Path(path).read_text()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_WORKFLOW_BYTES + 1)
     except OSError as exc:
         raise WorkflowError(f"{source}: cannot read the workflow file ({exc.strerror})") from None
+    if len(raw) > MAX_WORKFLOW_BYTES:
+        raise WorkflowError(f"{source}: larger than {MAX_WORKFLOW_BYTES} bytes; a workflow file "
+                            "is a page of YAML")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkflowError(f"{source}: not UTF-8 text (byte {exc.start})") from None
     try:
         data, lines = load_with_lines(text, source)
     except DocumentError as exc:

@@ -23,7 +23,7 @@ import os
 import uuid
 from pathlib import Path
 
-from ..models.artifact import load_model, read_document, save_model
+from ..models.artifact import load_model, read_document, redact, save_model
 from .schema import METRICS
 
 
@@ -87,7 +87,15 @@ class ModelStore:
         return self.root / "versions"
 
     def path(self, version: str) -> Path:
+        """The directory of ``version``: a plain name directly under ``versions/`` (no ``/``,
+        no ``..``, no link leading out of the store), which holds a model.json."""
+        if not isinstance(version, str) or not version or version.startswith(".") \
+                or "/" in version or "\\" in version or "\0" in version:
+            raise ValueError(f"{self.root}: {version!r} is not a version name (no '/', '..' "
+                             "or leading '.')")
         p = self.versions_dir / version
+        if p.is_symlink() or (p.exists() and p.resolve().parent != self.versions_dir.resolve()):
+            raise ValueError(f"{p} is a link; a store's versions are directories inside it")
         if not (p / "model.json").is_file():
             raise ValueError(f"{self.root}: no version {version!r} (see `dask-ssl models list`)")
         return p
@@ -111,7 +119,7 @@ class ModelStore:
         current = self.current()
         out = []
         for d in self.versions_dir.iterdir():
-            if d.name.startswith(".") or not (d / "model.json").is_file():
+            if d.name.startswith(".") or d.is_symlink() or not (d / "model.json").is_file():
                 continue  # a temporary directory of a save that did not finish
             doc = read_document(d)
             out.append({"version": d.name, "created": doc.get("created"),
@@ -153,7 +161,7 @@ class ModelStore:
         """Append a decision to ``events.jsonl`` (informational; ``current.json`` decides)."""
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / "events.jsonl", "a") as f:
-            f.write(json.dumps({"at": _now(), **event}, default=str) + "\n")
+            f.write(json.dumps(redact({"at": _now(), **event}), default=str) + "\n")
 
     @contextlib.contextmanager
     def _locked(self):
