@@ -32,6 +32,25 @@ def default_block_count(client: Client, n_units: float = 1) -> int:
     return threads * max(1, -(-int(np.ceil(n_units)) // threads))
 
 
+def keep_replicas(client: Client) -> None:
+    """Stop the scheduler's Active Memory Manager, once per client.
+
+    A task on another worker (the kNN search, a graph build) copies a block there; the AMM's
+    ReduceReplicas policy later drops one of the copies, and it may be the one on the worker
+    that :meth:`RowBlocks.owners` chose and that holds the block's worker-side state: the next
+    direct call then finds the block gone (``StateLost``) with every worker alive. Replicas
+    cost memory only until the next fit releases its blocks; losing one costs a rebuild.
+    """
+    if getattr(client, "_dask_ssl_keeps_replicas", False):
+        return
+    try:
+        if client.amm.running():
+            client.amm.stop()
+    except Exception:  # a scheduler without the AMM has no replicas to reduce
+        pass
+    client._dask_ssl_keeps_replicas = True
+
+
 def _split_sizes(n: int, n_blocks: int) -> np.ndarray:
     n_blocks = max(1, min(n_blocks, n)) if n > 0 else 1
     base, extra = divmod(n, n_blocks)
@@ -152,6 +171,7 @@ class RowBlocks:
     def owners(self, refresh: bool = False) -> list[str]:
         """Address of the worker that holds each block."""
         if self._owners is None or refresh:
+            keep_replicas(self.client)
             with self.client.as_current():
                 wait(self.blocks)
             who = self.client.who_has(self.blocks)

@@ -150,7 +150,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         weights = check_sample_weight(sample_weight, codes)
         client = get_client(self.client)
         blocks = to_blocks(X, client, self.n_blocks)
-        fit_part = self._fit_binary
+        fit_part = getattr(self, "_fit_binary", None)  # absent where _fit_targets is whole
         if self._semi_supervised and self._supervised_fallback and not (codes < 0).any():
             warnings.warn(f"y has no unlabeled rows (marker {marker!r}): {type(self).__name__} "
                           "fits the supervised L2-SVM on them", UserWarning, stacklevel=2)
