@@ -2,5 +2,6 @@
 blocks on the workers, Nystrom features."""
 
 from .base import check_kernel, kernel_matrix
+from .deformed import DeformedKernel, graph_term_weight
 
-__all__ = ["check_kernel", "kernel_matrix"]
+__all__ = ["DeformedKernel", "check_kernel", "graph_term_weight", "kernel_matrix"]
