@@ -306,7 +306,10 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         args = (self.expansion_points_, self.dual_coef_, self.intercept_, self.kernel,
                 self.kernel_params_)
         if isinstance(X, RowBlocks):
-            S = np.concatenate(X.call(_block_decision, *args))
+            # as tasks, not direct calls: after the fit's kNN search a direct call to the cached
+            # owner intermittently found block 0 gone (StateLost in test_cli, cause not pinned
+            # down); a task fetches the block from wherever it is
+            S = np.concatenate(X.map(_block_decision, *args))
         else:
             X = _gather_rows(X)
             check_finite_local(X)
