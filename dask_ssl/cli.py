@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -61,12 +62,23 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--data", required=True, help="svmlight file (label 0 = unlabeled), glob or URL")
     fit.add_argument("--format", choices=["auto", "svmlight", "kdd99"], default="auto")
     fit.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="svm")
-    fit.add_argument("--gamma", type=float, default=1e-3, help="regularization (svmlin -W)")
+    fit.add_argument("--gamma", type=float,
+                     help="regularization of the linear methods (svmlin -W; default 1e-3)")
     fit.add_argument("--gamma-u", type=float, help="unlabeled loss weight gamma' (svmlin -U)")
     fit.add_argument("--pos-fraction", type=float,
                      help="fraction r of unlabeled rows that are positive (svmlin -R)")
     fit.add_argument("--max-switches", type=int,
                      help="TSVM label pairs switched per round (svmlin -S; default: all)")
+    fit.add_argument("--gamma-A", dest="gamma_A", type=float,
+                     help="LapRLS/LapSVM: ambient norm weight gamma_A")
+    fit.add_argument("--gamma-I", dest="gamma_I", type=float,
+                     help="LapRLS/LapSVM: graph term weight gamma_I (divided by (u+l)^2)")
+    fit.add_argument("--kernel", help="LapRLS/LapSVM: base kernel by scikit-learn name (rbf, ...)")
+    fit.add_argument("--kernel-params", type=json.loads, metavar="JSON",
+                     help='LapRLS/LapSVM: kernel parameters, e.g. \'{"gamma": 0.01}\'')
+    fit.add_argument("--n-neighbors", type=int, help="LapRLS/LapSVM: k of the kNN graph")
+    fit.add_argument("--p", type=int, help="LapRLS/LapSVM: power of the graph Laplacian")
+    fit.add_argument("--loss", choices=["squared_hinge", "hinge"], help="LapSVM loss")
     fit.add_argument("--labeled", type=int, metavar="N",
                      help="keep a stratified N of the labels, treat the other rows as unlabeled")
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")

@@ -210,3 +210,26 @@ def test_outputs_are_the_bytes_savetxt_writes(tmp_path):
         write_outputs(tmp_path / f"out{k}.txt", scores, chunk_rows=7000)
         assert (tmp_path / f"out{k}.txt").read_bytes() == expected.getvalue()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("algorithm", ["laprls", "lapsvm"])
+def test_manifold_fit_then_predict(client, tmp_path, algorithm):
+    data = tmp_path / "train.svm"
+    X, y = write_problem(data, n=150, unlabeled_every=3)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", algorithm, "--gamma-A", "1e-4",
+                     "--gamma-I", "100", "--kernel-params", '{"gamma": 0.1}', "--n-neighbors",
+                     "8", "--p", "2", "--model-out", str(model),
+                     "--outputs", str(tmp_path / "fit.out")]) == 0
+        assert main(["predict", "--model", str(model), "--data", str(data),
+                     "--outputs", str(tmp_path / "pred.out")]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert doc["params"]["gamma_A"] == 1e-4 and doc["params"]["p"] == 2
+    fitted = np.loadtxt(tmp_path / "fit.out")
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "pred.out"), fitted, rtol=1e-9, atol=1e-12)
+    est = load_model(model)
+    np.testing.assert_allclose(est.decision_function(X), fitted, rtol=1e-8, atol=1e-10)
+    _, truth = write_problem(tmp_path / "full.svm", n=150)  # the same rows, every label kept
+    hidden = y == 0
+    assert np.mean(np.sign(fitted[hidden]) == truth[hidden]) > 0.8

@@ -6,6 +6,7 @@ from .graph_transduction import GraphTransduction
 from .kernel_da import KernelDAS3VM
 from .l2svm import L2SVM
 from .linear_manifold import LinearLapRLS, LinearLapSVM
+from .manifold import LapRLS, LapSVM
 from .rls import RLS
 from .spectral import ClassDependentLapRLS, RegularizedSpectralClustering
 from .tsvm import TSVM
@@ -13,10 +14,10 @@ from .tsvm import TSVM
 #: Estimators that can be saved to and loaded from a model directory, by class name.
 #: (GraphTransduction keeps its graph on the workers and has no artifact form yet.)
 ESTIMATORS = {cls.__name__: cls for cls in (L2SVM, RLS, TSVM, DAS3VM, LinearLapRLS,
-                                            LinearLapSVM)}
+                                            LinearLapSVM, LapRLS, LapSVM)}
 # kernel S3VMs: expansion points + coefficients, the kernel by name in their parameters
 ESTIMATORS.update({cls.__name__: cls for cls in (KernelDAS3VM, BranchAndBoundS3VM)})
 
 __all__ = ["BranchAndBoundS3VM", "ClassDependentLapRLS", "DAS3VM", "ESTIMATORS",
-           "GraphTransduction", "KernelDAS3VM", "L2SVM", "LinearLapRLS", "LinearLapSVM",
-           "NodeLimitError", "RLS", "RegularizedSpectralClustering", "TSVM"]
+           "GraphTransduction", "KernelDAS3VM", "L2SVM", "LapRLS", "LapSVM", "LinearLapRLS",
+           "LinearLapSVM", "NodeLimitError", "RLS", "RegularizedSpectralClustering", "TSVM"]

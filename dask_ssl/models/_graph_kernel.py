@@ -9,9 +9,9 @@ import scipy.sparse as sp
 
 from ..cluster import get_client
 from ..graph.knn import check_knn_params
-from ..graph.weights import check_graph_params, knn_graph
+from ..graph.weights import knn_graph
 from ..linalg import RowBlocks
-from .graph_transduction import _check_number
+from ._graph_params import check_graph_hyperparameters
 
 #: Constructor defaults of the graph hyperparameters, the same as GraphTransduction's.
 GRAPH_DEFAULTS = dict(n_neighbors=10, metric="euclidean", weights="heat", t=None,
@@ -19,11 +19,9 @@ GRAPH_DEFAULTS = dict(n_neighbors=10, metric="euclidean", weights="heat", t=None
 
 
 def check_graph_settings(est, n_rows=None) -> None:
-    _check_number("n_neighbors", est.n_neighbors, integer=True)
-    _check_number("p", est.p, integer=True)
-    _check_number("search_epsilon", est.search_epsilon, strict=False)
-    check_knn_params(est.n_neighbors + 1 if n_rows is None else n_rows, est.n_neighbors, est.metric)
-    check_graph_params(est.weights, est.symmetrize, est.t, est.metric)
+    check_graph_hyperparameters(est)
+    if n_rows is not None:
+        check_knn_params(n_rows, est.n_neighbors, est.metric)
 
 
 def dense_laplacian(W, normalized: bool, p: int) -> np.ndarray:

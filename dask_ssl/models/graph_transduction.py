@@ -31,20 +31,11 @@ from ..graph.laplacian import LaplacianOperator
 from ..graph.partition import check_partition
 from ..graph.precond import check_preconditioner
 from ..graph.system import GraphSystem
-from ..graph.weights import LOCAL, Graph, check_graph_params, edge_weights, knn_graph, \
-    query_widths
+from ..graph.weights import LOCAL, Graph, edge_weights, knn_graph, query_widths
 from ..linalg import RowBlocks
 from ..linalg.block_cg import block_cg
+from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
-
-
-def _check_number(name, value, *, low=0.0, strict=True, integer=False):
-    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    ok = isinstance(value, kinds) and not isinstance(value, bool) and np.isfinite(value) and (
-        value > low if strict else value >= low)
-    if not ok:
-        what = "an integer" if integer else "a finite number"
-        raise ValueError(f"{name} must be {what} {'>' if strict else '>='} {low}, got {value!r}")
 
 
 class GraphTransduction(ClassifierMixin, BaseEstimator):
@@ -143,15 +134,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         return tags
 
     def _check_params(self):
-        _check_number("gamma_I", self.gamma_I)
-        _check_number("n_neighbors", self.n_neighbors, integer=True)
-        _check_number("p", self.p, integer=True)
-        _check_number("unlabeled_weight", self.unlabeled_weight, strict=False)
-        _check_number("tol", self.tol)
-        _check_number("max_iter", self.max_iter, integer=True)
-        _check_number("search_epsilon", self.search_epsilon, strict=False)
-        check_knn_params(self.n_neighbors + 1, self.n_neighbors, self.metric)
-        check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
+        check_number("gamma_I", self.gamma_I)
+        check_number("unlabeled_weight", self.unlabeled_weight, strict=False)
+        check_number("tol", self.tol)
+        check_number("max_iter", self.max_iter, integer=True)
+        check_graph_hyperparameters(self)
         check_partition(self.partition)
         check_preconditioner(self.preconditioner)
 

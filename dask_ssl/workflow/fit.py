@@ -37,9 +37,10 @@ from .progress import Progress
 from .session import CLIError, connect
 
 ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
-              "bb": "BranchAndBoundS3VM"}
+              "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
-ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoint")
+ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoint", "gamma_A",
+                   "gamma_I", "kernel", "kernel_params", "n_neighbors", "p", "loss")
 JOB_FILE = "job.json"
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
 _NOT_FLAGS = ("func", "detach", "started")

@@ -1,0 +1,663 @@
+"""Manifold regularization with kernels: LapRLS and LapSVM (thesis ch. 2, Eq 2.12, 2.19-2.21).
+
+Both minimize, per class column (one-vs-rest, +1/-1 on labeled rows),
+
+    (1/l) sum_{labeled} V(y_i, f_i) + gamma_A alpha^T K alpha + gamma_I_eff f^T M f,
+
+``f = K alpha`` over all ``n = l + u`` training rows (the expansion points), ``M = L^p`` the
+(normalized) Laplacian of a kNN graph on those rows, ``gamma_I_eff`` the graph weight after the
+normalization (:func:`~dask_ssl.kernels.deformed.graph_term_weight`, by default
+``gamma_I / (u + l)^2`` as in the thesis). ``V`` is the squared loss (LapRLS, no bias, Eq 2.10),
+the hinge (LapSVM, unregularized bias from the KKT conditions, Eq 2.13-2.21) or the squared
+hinge (LapSVM ``loss="squared_hinge"``, with a bias and ``f = K alpha + b`` also in the graph
+term, as in Melacci and Belkin's primal LapSVM). Prediction on any row is
+``f(x) = sum_i alpha_i K(x_i, x) [+ b]``.
+
+Solvers: ``"direct"`` gathers the rows and the graph on the driver and solves dense
+(``O(n^3)``; one LU factorization for every class column of LapRLS and of the LapSVM dual);
+``"primal"`` is the distributed solver of :mod:`dask_ssl.kernels.primal` (kernel row blocks on
+the workers, early stopping) for the same objective.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import lu_factor, lu_solve
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.neighbors import NearestNeighbors
+from sklearn.svm import SVC
+
+from ..cluster import get_client
+from ..graph.dense import regularizer_matrix
+from ..graph.diagnostics import graph_diagnostics, warn_graph
+from ..graph.knn import check_knn_params
+from ..graph.weights import Graph, knn_graph
+from ..kernels.base import check_kernel, kernel_matrix
+from ..kernels.deformed import GRAPH_NORMALIZATIONS, graph_term_weight
+from ..linalg import RowBlocks
+from ..linalg.mfn import exact_root
+from ._graph_params import check_graph_hyperparameters, check_number
+from ._input import check_finite_local, encode_labels, to_blocks
+
+SOLVERS = ("auto", "direct", "primal")
+#: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
+DIRECT_MAX_ROWS = 5000
+#: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
+AUTO_GRAPHS = ((10, 1), (50, 5))
+#: Default RBF width: sigma = WIDTH_FACTOR x the mean distance to the WIDTH_NEIGHBORS nearest rows.
+WIDTH_NEIGHBORS = 10
+WIDTH_FACTOR = 2.0
+_WIDTH_SAMPLE = 1000
+
+
+def default_rbf_gamma(X) -> float:
+    """RBF ``gamma = 1 / (2 sigma^2)`` with ``sigma`` twice the mean distance from a row to its
+    ten nearest rows (over up to 1000 evenly spaced rows): a local length scale from the rows
+    alone, no label read."""
+    n = X.shape[0]
+    k = min(WIDTH_NEIGHBORS, n - 1)
+    if k < 1:
+        return 1.0
+    rows = np.unique(np.linspace(0, n - 1, min(n, _WIDTH_SAMPLE)).astype(np.int64))
+    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X[rows])
+    mean = float(dist[:, 1:].mean())
+    sigma = WIDTH_FACTOR * mean if mean > 0 else 1.0
+    return 1.0 / (2.0 * sigma * sigma)
+
+
+def _gather_rows(X):
+    """All rows of X on the driver (dense float64 or CSR) for the kernel expansion."""
+    if isinstance(X, RowBlocks):
+        parts = X.client.gather(X.blocks)
+        return sp.vstack(parts, format="csr") if X.sparse else np.vstack(parts)
+    import dask.array as da
+
+    if isinstance(X, da.Array):
+        X = X.compute()
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or 0 in X.shape:
+        raise ValueError(f"X must be a non-empty two-dimensional array, got shape {X.shape}")
+    return X
+
+
+def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
+    return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
+
+
+class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
+    """Shared fit / predict / persistence of LapRLS and LapSVM (see the subclasses)."""
+
+    _LOSSES: tuple = ()
+
+    def __init__(self, *, gamma_A=1e-6, gamma_I=1e4, kernel="rbf", kernel_params=None,
+                 n_neighbors="auto", metric="euclidean", weights="heat", t=None,
+                 symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
+                 solver="auto", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
+                 client=None, n_blocks=None, random_state=None):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.graph_normalization = graph_normalization
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.search_epsilon = search_epsilon
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    # checks ------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        check_number("gamma_A", self.gamma_A)
+        check_number("gamma_I", self.gamma_I, strict=False)
+        check_number("tol", self.tol)
+        check_number("max_iter", self.max_iter, integer=True)
+        check_kernel(self.kernel, self.kernel_params)
+        check_graph_hyperparameters(self, auto=("n_neighbors", "p"))
+        if self.graph_normalization not in GRAPH_NORMALIZATIONS:
+            raise ValueError(f"graph_normalization must be one of {GRAPH_NORMALIZATIONS}, "
+                             f"got {self.graph_normalization!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self._loss() not in self._LOSSES:
+            raise ValueError(f"loss must be one of {self._LOSSES}, got {self._loss()!r}")
+
+    def _loss(self) -> str:
+        return self._LOSSES[0]
+
+    def _graph_candidates(self, n_rows: int, graph) -> list:
+        """``(n_neighbors, p)`` settings to fit; several only when one of them is "auto"."""
+        ks = [k for k, _ in AUTO_GRAPHS] if self.n_neighbors == "auto" else [self.n_neighbors]
+        ps = [q for _, q in AUTO_GRAPHS] if self.p == "auto" else [self.p]
+        if self.n_neighbors == "auto" and self.p == "auto":
+            pairs = list(AUTO_GRAPHS)
+        else:
+            pairs = [(k, q) for k in ks for q in ps]
+        if graph is not None:  # a given graph fixes the neighbours; only p can vary
+            pairs = [(None, q) for q in dict.fromkeys(q for _, q in pairs)]
+        else:
+            pairs = [(min(k, n_rows - 1), q) for k, q in pairs]
+        return list(dict.fromkeys(pairs))
+
+    # fitting -----------------------------------------------------------------------------
+    def fit(self, X, y=None, *, graph: Graph | None = None, resume: bool = False):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : array, sparse matrix, dask array or RowBlocks, shape (n, d)
+            All training rows; they become the expansion points.
+        y : array of shape (n,), optional
+            Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
+        graph : Graph, optional
+            A graph on exactly these rows (e.g. from :func:`dask_ssl.graph.knn_graph` or
+            :meth:`Graph.from_scipy`), used instead of a new kNN search.
+        resume : bool, default False
+            For the interface of the CLI; these estimators have no outer loop to resume.
+        """
+        t0 = time.perf_counter()
+        self._check_params()
+        if resume:
+            raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
+        if y is None:
+            if not (isinstance(X, RowBlocks) and X.labels is not None):
+                raise ValueError("y is required unless X is a RowBlocks carrying labels")
+            y = X.gather_labels()
+        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        classes, codes = encode_labels(y, n_rows, self.unlabeled)
+        if graph is not None and graph.n_rows != n_rows:
+            raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
+        if graph is None and self.n_neighbors != "auto":
+            check_knn_params(n_rows, self.n_neighbors, self.metric)
+        solver = self.solver
+        if solver == "auto":
+            solver = "direct" if n_rows <= DIRECT_MAX_ROWS or self._loss() == "hinge" else "primal"
+        if solver == "primal" and self._loss() == "hinge":
+            raise ValueError("the primal solver takes loss 'squared' or 'squared_hinge'; "
+                             "the hinge loss is solved by solver='direct' (the SVM dual)")
+        if not isinstance(X, RowBlocks):
+            check_finite_local(X if sp.issparse(X) or hasattr(X, "dtype") else np.asarray(X))
+        points = _gather_rows(X)
+        kparams = dict(self.kernel_params or {})
+        if self.kernel == "rbf" and "gamma" not in kparams:
+            kparams["gamma"] = default_rbf_gamma(points)
+        labeled = codes >= 0
+        targets = [1] if classes.size == 2 else list(range(classes.size))
+        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == c, 1.0, -1.0))
+                             for c in targets])
+        if solver == "direct":
+            # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
+            K = kernel_matrix(points, kernel=self.kernel, kernel_params=kparams)
+        else:
+            kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams)
+        client = get_client(self.client)
+        candidates = self._graph_candidates(n_rows, graph)
+        graphs = {}
+        for k, _ in candidates:
+            if k not in graphs:
+                graphs[k] = graph if k is None else knn_graph(
+                    to_blocks(X, client, self.n_blocks), k, metric=self.metric,
+                    weights=self.weights, t=self.t, symmetrize=self.symmetrize,
+                    search_epsilon=self.search_epsilon, random_state=self.random_state)
+        if solver == "direct":
+            fitted = self._fit_direct(K, graphs, candidates, Y, labeled)
+        else:
+            fitted = self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
+        chosen = fitted.pop("graph_setting")
+        self.graph_ = graphs[chosen[0]]
+        self.diagnostics_ = graph_diagnostics(self.graph_)
+        warn_graph(self.diagnostics_, labeled)
+        self.n_neighbors_ = chosen[0]
+        self.p_ = chosen[1]
+        self.selection_ = fitted.pop("selection")
+        for key, value in fitted.items():
+            setattr(self, key, value)
+        self.classes_ = classes
+        self.expansion_points_ = points
+        self.kernel_params_ = kparams
+        self.n_features_in_ = points.shape[1]
+        self.n_labeled_ = int(labeled.sum())
+        self.data_shape_ = tuple(points.shape)
+        scores = self._scores_train(K if solver == "direct" else None)
+        self.transduction_ = self._labels_from_scores(scores)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _weight(self, graph) -> float:
+        total = 0.0
+        if self.graph_normalization == "edges":
+            total = float(sum(graph.W.call(_weight_sum)))
+        return graph_term_weight(self.gamma_I, self.graph_normalization, graph.n_rows, total)
+
+    def _fit_direct(self, K, graphs, candidates, Y, labeled) -> dict:
+        settings = []
+        for k, q in candidates:
+            M = regularizer_matrix(graphs[k], normalized=self.normalized, p=q)
+            settings.append(((k, q), M, self._weight(graphs[k])))
+        selection = []
+        if len(settings) > 1:
+            selection = [{"n_neighbors": s[0][0], "p": s[0][1],
+                          "loo_errors": _loo_errors(K, s[1], s[2], Y, labeled, self.gamma_A)}
+                         for s in settings]
+            best = min(range(len(settings)), key=lambda j: selection[j]["loo_errors"])
+        else:
+            best = 0
+        setting, M, weight = settings[best]
+        out = self._solve_dense(K, M, weight, Y, labeled)
+        out.update(graph_setting=setting, selection=selection, gamma_I_effective_=weight)
+        return out
+
+    def _fit_primal(self, X, client, graphs, setting, Y, labeled, kparams) -> dict:
+        from ..kernels.primal import solve_primal
+
+        graph = graphs[setting[0]]
+        weight = self._weight(graph)
+        res = solve_primal(to_blocks(X, client, self.n_blocks), graph, Y, labeled,
+                           kernel=self.kernel, kernel_params=kparams, gamma_A=self.gamma_A,
+                           gamma_I=weight, loss=self._loss(), normalized=self.normalized,
+                           p=setting[1], tol=self.tol, max_iter=self.max_iter, client=client)
+        return {"dual_coef_": res.alpha, "intercept_": np.asarray(res.intercept, dtype=float),
+                "objective_": _squeeze(np.asarray([h[-1] for h in np.atleast_2d(res.history)])
+                                       if res.history else np.full(Y.shape[1], np.nan)),
+                "n_iter_": int(res.n_iter), "history_": res.history,
+                "graph_setting": setting, "selection": [], "gamma_I_effective_": weight}
+
+    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+        raise NotImplementedError
+
+    def _objective(self, K, M, weight, alpha, b, Y, labeled, bias_in_graph) -> np.ndarray:
+        """The objective of each column at ``(alpha, b)``."""
+        F = K @ alpha
+        out = F + b if bias_in_graph else F
+        loss = self._loss_values(F[labeled] + b, Y[labeled]).mean(axis=0)
+        ambient = np.einsum("ic,ic->c", alpha, F)
+        graph = np.einsum("ic,ic->c", out, M @ out)
+        return loss + self.gamma_A * ambient + weight * graph
+
+    # prediction --------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "dual_coef_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
+
+    def _scores_train(self, K):
+        if K is None:
+            return self.decision_function(self.expansion_points_)
+        S = K @ self.dual_coef_ + self.intercept_
+        return S[:, 0] if S.shape[1] == 1 else S
+
+    def decision_function(self, X):
+        """``f(x) = sum_i alpha_i K(x_i, x) + b`` per class column: shape (m,) for two classes
+        (positive = ``classes_[1]``), (m, n_classes) otherwise."""
+        self._check_fitted()
+        args = (self.expansion_points_, self.dual_coef_, self.intercept_, self.kernel,
+                self.kernel_params_)
+        if isinstance(X, RowBlocks):
+            # as tasks, not direct calls: after the fit's kNN search a direct call to the cached
+            # owner intermittently found block 0 gone (StateLost in test_cli, cause not pinned
+            # down); a task fetches the block from wherever it is
+            S = np.concatenate(X.map(_block_decision, *args))
+        else:
+            X = _gather_rows(X)
+            check_finite_local(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features; the model expects "
+                                 f"{self.n_features_in_}")
+            S = _block_decision(0, X, *args)
+        return S[:, 0] if S.shape[1] == 1 else S
+
+    def _labels_from_scores(self, scores):
+        scores = np.asarray(scores)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, X):
+        return self._labels_from_scores(self.decision_function(X))
+
+    # persistence (see artifact.py) --------------------------------------------------------
+    def _fitted_info(self) -> dict:
+        if callable(self.kernel):
+            raise ValueError("a model with a callable kernel cannot be saved (models are stored "
+                             "without pickle); use a kernel by name")
+        obj = np.asarray(self.objective_)
+        return {"n_features": int(self.n_features_in_),
+                "data_shape": [int(v) for v in self.data_shape_],
+                "n_labeled": int(self.n_labeled_), "classes": self.classes_.tolist(),
+                "objective": obj.tolist() if obj.ndim else float(obj),
+                "n_iter": np.asarray(self.n_iter_).tolist(),
+                "fit_seconds": float(self.fit_seconds_), "history": self.history_,
+                "kernel_params_": self.kernel_params_,
+                "gamma_I_effective": float(self.gamma_I_effective_),
+                "n_neighbors_": self.n_neighbors_, "p_": int(self.p_)}
+
+    def _fitted_arrays(self) -> dict:
+        self._fitted_info()  # refuses a callable kernel before anything is written
+        P = self.expansion_points_
+        arrays = {"dual_coef": self.dual_coef_, "intercept": self.intercept_,
+                  "classes": self.classes_}
+        if sp.issparse(P):
+            arrays.update(points_data=P.data, points_indices=P.indices,
+                          points_indptr=P.indptr, points_shape=np.asarray(P.shape))
+        else:
+            arrays["points"] = P
+        return arrays
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        if "points" in arrays:
+            self.expansion_points_ = arrays["points"]
+        else:
+            self.expansion_points_ = sp.csr_matrix(
+                (arrays["points_data"], arrays["points_indices"], arrays["points_indptr"]),
+                shape=tuple(arrays["points_shape"]))
+        self.dual_coef_ = arrays["dual_coef"]
+        self.intercept_ = arrays["intercept"]
+        self.classes_ = arrays["classes"]
+        self.kernel_params_ = doc["kernel_params_"]
+        self.gamma_I_effective_ = doc["gamma_I_effective"]
+        self.n_neighbors_, self.p_ = doc["n_neighbors_"], doc["p_"]
+        self.n_features_in_ = doc["n_features"]
+        self.data_shape_ = tuple(doc["data_shape"])
+        self.n_labeled_ = doc["n_labeled"]
+        self.objective_ = _squeeze(np.asarray(doc["objective"]))
+        self.n_iter_ = doc["n_iter"]
+        self.fit_seconds_ = doc["fit_seconds"]
+        self.history_ = doc.get("history", [])
+
+
+def _weight_sum(i, W):
+    return float(W.sum())
+
+
+def _squeeze(values: np.ndarray):
+    values = np.asarray(values, dtype=float).ravel()
+    return float(values[0]) if values.size == 1 else values
+
+
+def _loo_errors(K, M, weight, Y, labeled, gamma_A) -> int:
+    """Leave-one-out misclassifications of LapRLS on the labeled rows, all at once.
+
+    LapRLS is RLS with the deformed kernel ``K~`` (fixed by all rows, no label read) and ridge
+    ``gamma_A l``, so its leave-one-out residuals are ``(y - H y) / (1 - diag H)`` with the hat
+    matrix ``H = K~_LL (K~_LL + gamma_A l I)^-1`` over the labeled rows ``L``.
+    """
+    L = np.flatnonzero(labeled)
+    n, l = K.shape[0], L.size
+    Mr = (weight / gamma_A) * M
+    Z = lu_solve(lu_factor(np.eye(n) + Mr @ K), Mr @ K[:, L])
+    Kt = K[np.ix_(L, L)] - K[L] @ Z
+    Kt = (Kt + Kt.T) * 0.5
+    H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
+    YL = Y[L]
+    loo = YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
+    if YL.shape[1] == 1:
+        return int(np.sum(np.sign(loo[:, 0]) != YL[:, 0]))
+    return int(np.sum(np.argmax(loo, axis=1) != np.argmax(YL, axis=1)))
+
+
+class LapRLS(_ManifoldClassifier):
+    """Laplacian regularized least squares (thesis 2.3.1, Eq 2.12), multi-class one-vs-rest.
+
+    ``alpha = (J K + gamma_A l I + gamma_I_eff l M K)^-1 Y`` for all class columns with one LU
+    factorization; ``f(x) = sum_i alpha_i K(x_i, x)`` (no bias, as Eq 2.9).
+
+    Parameters
+    ----------
+    gamma_A : float, default 1e-6
+        gamma_A, weight of the ambient norm ``||f||_K^2 = alpha^T K alpha``; the loss is
+        ``(1/l) sum`` over labeled rows (the thesis' normalization; RLS's ridge is
+        ``gamma_A l``). 1e-6 is the thesis' fixed value (Table 2.6).
+    gamma_I : float, default 1e4
+        gamma_I, weight of the graph term ``f^T M f`` before ``graph_normalization``
+        (``gamma_I_eff = gamma_I / (u + l)^2`` by default). 0 gives RLS on the labeled rows.
+        The default makes the graph term dominate the ambient one (``gamma_I_eff / gamma_A``
+        about 1e10 / n^2): the classifier follows the graph, the kernel extends it.
+    kernel : str or callable, default "rbf"
+        Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
+    kernel_params : dict, optional
+        Parameters of the kernel (the RBF width is ``gamma`` there, ``1/(2 sigma^2)`` with the
+        seeds' sigma). For ``"rbf"`` without ``gamma``: sigma = twice the mean distance from a
+        row to its 10 nearest rows (:func:`default_rbf_gamma`; unlabeled and labeled rows, no
+        labels), stored in ``kernel_params_``.
+    n_neighbors : int or "auto", default "auto"
+        The seeds' nn, k of the kNN graph. ``"auto"`` (with ``p``): see ``p``.
+    metric, weights, t, symmetrize, search_epsilon, random_state
+        The kNN graph, as in :class:`~dask_ssl.models.GraphTransduction` (heat weights
+        ``exp(-d^2/4t)``, t from the mean edge length by default).
+    normalized : bool, default True
+        ``L = D^-1/2 (D - W) D^-1/2`` (the seeds' experiments) instead of ``D - W``.
+    p : int or "auto", default "auto"
+        Power of the Laplacian, ``M = L^p`` (the seeds' p, "degree"). With ``"auto"`` for
+        ``n_neighbors`` and/or ``p`` the direct solver fits ``(n_neighbors, p)`` in
+        ``AUTO_GRAPHS`` = ((10, 1), (50, 5)) and keeps the one with the fewest leave-one-out
+        errors of LapRLS on the labeled rows (exact, through the deformed kernel; ties and
+        too few labels to tell keep the first, the most local and smoothest); the choice is
+        in ``n_neighbors_``, ``p_`` and ``selection_``. Unlabeled rows' labels are never read
+        (there are none). The primal solver takes the first.
+    graph_normalization : {"n2", "edges", "none"}, default "n2"
+        gamma_I_eff = gamma_I / (u + l)^2 (thesis ch. 2), gamma_I / sum W_ij (the seeds'
+        sparse-graph alternative) or gamma_I (linear paper, ch. 4).
+    solver : {"auto", "direct", "primal"}, default "auto"
+        ``"direct"``: dense on the driver (n up to a few thousand); ``"primal"``: the
+        distributed solver of :mod:`dask_ssl.kernels.primal`; ``"auto"``: direct up to
+        ``DIRECT_MAX_ROWS`` rows.
+    tol, max_iter
+        Tolerance and iteration limit of the iterative solvers.
+    unlabeled : scalar, default -1
+        Marker of unlabeled rows in ``y``.
+    client, n_blocks
+        Cluster and row blocks of the kNN search (and of the primal solver).
+
+    Attributes
+    ----------
+    classes_, dual_coef_ : ndarray of shape (n, n_columns)
+        alpha per class column (one column for two classes, positive ``classes_[1]``).
+    intercept_ : ndarray of shape (n_columns,)
+        Zero for LapRLS.
+    expansion_points_ : ndarray or CSR of shape (n, d)
+        The training rows x_i of the expansion.
+    kernel_params_ : dict
+        The kernel parameters used (with the default RBF width filled in).
+    gamma_I_effective_ : float
+        The coefficient of ``f^T M f`` after normalization.
+    n_neighbors_, p_, selection_
+        The graph used and, with "auto", the leave-one-out errors of each candidate.
+    transduction_ : ndarray of shape (n,)
+    objective_, n_iter_, history_, graph_, diagnostics_, fit_seconds_
+    """
+
+    _LOSSES = ("squared",)
+
+    def _loss_values(self, F, Y):
+        return (Y - F) ** 2
+
+    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+        n, l = K.shape[0], int(labeled.sum())
+        A = (np.diag(labeled.astype(float)) + (weight * l) * M) @ K
+        A[np.diag_indices(n)] += self.gamma_A * l
+        alpha = lu_solve(lu_factor(A), Y)
+        b = np.zeros(Y.shape[1])
+        return {"dual_coef_": alpha, "intercept_": b, "n_iter_": 1, "history_": [],
+                "objective_": _squeeze(self._objective(K, M, weight, alpha, b, Y, labeled,
+                                                       False))}
+
+
+class LapSVM(_ManifoldClassifier):
+    """Laplacian SVM (thesis 2.3.2, Eq 2.13-2.21), multi-class one-vs-rest.
+
+    ``loss="hinge"``: the dual (Eq 2.20-2.21) is solved by scikit-learn's
+    ``SVC(kernel="precomputed")`` on ``2 gamma_A Q`` (the Gram of the deformed kernel on the
+    labeled rows) with ``C = 1/(2 gamma_A l)``, i.e. box ``0..1/l`` on the thesis' beta; then
+    ``alpha = (2 gamma_A I + 2 gamma_I_eff M K)^-1 J^T Y beta`` (Eq 2.19) with one LU for all
+    classes, and the bias b from the KKT conditions (libsvm's). ``loss="squared_hinge"``: the
+    primal ``(1/l) sum max(0, 1 - y_i f_i)^2 + gamma_A alpha^T K alpha + gamma_I_eff
+    f^T M f`` with ``f = K alpha + b`` by Newton steps on the active set with exact line
+    search (one system per class column: each has its own active set).
+
+    Parameters
+    ----------
+    loss : {"squared_hinge", "hinge"}, default "squared_hinge"
+        The seeds' V. The default is the primal LapSVM of Melacci and Belkin (JMLR 2011), the
+        loss the distributed primal solver takes, so that ``solver="auto"`` scales past the
+        dense solve; its bias is inside the graph term. With the thesis' hinge the bias is
+        outside it (Eq 2.15): on the normalized Laplacian, whose null space is ``D^1/2 1``,
+        not the constants, a free bias then shifts a graph-smooth ``K alpha`` that follows the
+        degrees, and on two moons with one label per class it erred on 4.4% of the rows
+        (mean of 20 draws) against 1.2% with the squared hinge.
+    gamma_A, gamma_I, kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize,
+    normalized, p, graph_normalization, solver, tol, max_iter, unlabeled, client, n_blocks,
+    search_epsilon, random_state
+        As in :class:`LapRLS` (``tol`` is also libsvm's stopping tolerance; the "auto" graph
+        selection scores candidates by LapRLS's leave-one-out errors, which are exact and
+        cheap, as a proxy). With ``loss="hinge"`` the solver is always direct.
+
+    Attributes
+    ----------
+    As :class:`LapRLS`; ``intercept_`` holds b.
+    """
+
+    _LOSSES = ("squared_hinge", "hinge")
+
+    def __init__(self, *, loss="squared_hinge", gamma_A=1e-6, gamma_I=1e4, kernel="rbf",
+                 kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
+                 t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
+                 solver="auto", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
+                 client=None, n_blocks=None, random_state=None):
+        super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, kernel=kernel,
+                         kernel_params=kernel_params, n_neighbors=n_neighbors, metric=metric,
+                         weights=weights, t=t, symmetrize=symmetrize, normalized=normalized,
+                         p=p, graph_normalization=graph_normalization, solver=solver, tol=tol,
+                         max_iter=max_iter, search_epsilon=search_epsilon, unlabeled=unlabeled,
+                         client=client, n_blocks=n_blocks, random_state=random_state)
+        self.loss = loss
+
+    def _loss(self) -> str:
+        return self.loss
+
+    def _loss_values(self, F, Y):
+        margin = np.maximum(0.0, 1.0 - Y * F)
+        return margin if self.loss == "hinge" else margin ** 2
+
+    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+        if self.loss == "hinge":
+            return self._solve_dual(K, M, weight, Y, labeled)
+        return self._solve_newton(K, M, weight, Y, labeled)
+
+    def _solve_dual(self, K, M, weight, Y, labeled) -> dict:
+        n, L = K.shape[0], np.flatnonzero(labeled)
+        l = L.size
+        B = (2.0 * weight) * (M @ K)
+        B[np.diag_indices(n)] += 2.0 * self.gamma_A
+        lu = lu_factor(B)
+        E = np.zeros((n, l))
+        E[L, np.arange(l)] = 1.0
+        Z = lu_solve(lu, E)
+        # 2 gamma_A J K B^-1 J^T is K~ on the labeled rows (Prop 2.5.2): the SVM of the
+        # deformed kernel with C = 1/(2 gamma_A l), the thesis' dual with beta scaled.
+        G = (2.0 * self.gamma_A) * (K[L] @ Z)
+        G = (G + G.T) * 0.5
+        alpha = np.zeros((n, Y.shape[1]))
+        b = np.zeros(Y.shape[1])
+        iters = []
+        for c in range(Y.shape[1]):
+            svc = SVC(kernel="precomputed", C=1.0 / (2.0 * self.gamma_A * l), tol=self.tol,
+                      max_iter=-1).fit(G, Y[L, c])
+            coef = np.zeros(l)
+            coef[svc.support_] = svc.dual_coef_[0]
+            alpha[:, c] = Z @ ((2.0 * self.gamma_A) * coef)
+            b[c] = svc.intercept_[0]
+            iters.append(int(svc.n_iter_[0]))
+        return {"dual_coef_": alpha, "intercept_": b, "n_iter_": _squeeze(np.array(iters)),
+                "history_": [],
+                "objective_": _squeeze(self._objective(K, M, weight, alpha, b, Y, labeled,
+                                                       False))}
+
+    def _solve_newton(self, K, M, weight, Y, labeled) -> dict:
+        n, l = K.shape[0], int(labeled.sum())
+        alpha = np.zeros((n, Y.shape[1]))
+        b = np.zeros(Y.shape[1])
+        iters, history = [], []
+        MK, M1 = M @ K, M.sum(axis=1)
+        for c in range(Y.shape[1]):
+            a, bc, hist = _squared_hinge_newton(K, MK, M1, M, Y[:, c], labeled, l, self.gamma_A,
+                                                weight, self.max_iter, self.tol)
+            alpha[:, c], b[c] = a, bc
+            iters.append(len(hist))
+            history.append(hist)
+        return {"dual_coef_": alpha, "intercept_": b, "n_iter_": _squeeze(np.array(iters)),
+                "history_": history[0] if len(history) == 1 else history,
+                "objective_": _squeeze(self._objective(K, M, weight, alpha, b, Y, labeled,
+                                                       True))}
+
+
+def _squared_hinge_newton(K, MK, M1, M, y, labeled, l, gamma_A, weight, max_iter, tol):
+    """Finite Newton for one column: ``min (1/l) sum_L max(0, 1 - y f)^2 + gamma_A a^T K a +
+    weight f^T M f``, ``f = K a + b``. Each step solves the stationarity conditions on the
+    current active set S,
+
+        (I_S + l w M) f + l gamma_A a = I_S y,      1^T (I_S + l w M) f = 1^T I_S y,
+
+    then moves by an exact line search on the piecewise-quadratic objective (the seeds'
+    L2-SVM-MFN step, :func:`~dask_ssl.linalg.mfn.exact_root`)."""
+    n = K.shape[0]
+    L = np.flatnonzero(labeled)
+    yL = y[L]
+    a, b = np.zeros(n), 0.0
+    history = []
+    for _ in range(max_iter):
+        o = K[L] @ a + b
+        active = L[yL * o < 1.0]
+        s = np.zeros(n)
+        s[active] = 1.0
+        P_K = s[:, None] * K + (l * weight) * MK
+        P_1 = s + (l * weight) * M1
+        A = np.empty((n + 1, n + 1))
+        A[:n, :n] = P_K
+        A[np.diag_indices(n)] += l * gamma_A
+        A[:n, n] = P_1
+        A[n, :n] = P_K.sum(axis=0)
+        A[n, n] = P_1.sum()
+        rhs = np.append(s * y, (s * y).sum())
+        sol = np.linalg.solve(A, rhs)
+        da, db = sol[:n] - a, sol[n] - b
+        step = _line_search(K, M, a, b, da, db, L, yL, l, gamma_A, weight)
+        a, b = a + step * da, b + step * db
+        f = K @ a + b
+        history.append(float(np.mean(np.maximum(0.0, 1.0 - yL * f[L]) ** 2)
+                             + gamma_A * a @ (K @ a) + weight * f @ (M @ f)))
+        if step * np.sqrt(da @ da + db * db) <= tol * max(1.0, np.sqrt(a @ a + b * b)):
+            break
+    return a, b, history
+
+
+def _line_search(K, M, a, b, da, db, L, yL, l, gamma_A, weight) -> float:
+    """argmin over t >= 0 of the objective at ``(a + t da, b + t db)``: the root of its
+    increasing piecewise-linear derivative."""
+    f, df = K @ a + b, K @ da + db
+    Ka, Kda = K @ a, K @ da
+    g = 1.0 - yL * f[L]          # margin slack at t = 0
+    h = yL * df[L]               # its decrease per unit t
+    reg0 = 2.0 * (gamma_A * da @ Ka + weight * df @ (M @ f))
+    reg_slope = 2.0 * (gamma_A * da @ Kda + weight * df @ (M @ df))
+    on = (g > 0) | ((g == 0) & (h < 0))
+    der = reg0 - (2.0 / l) * np.sum(h[on] * g[on])
+    slope = reg_slope + (2.0 / l) * np.sum(h[on] ** 2)
+    moving = h != 0
+    t = np.full(g.shape, -1.0)
+    t[moving] = g[moving] / h[moving]
+    cross = moving & (t > 0)
+    change = np.where(on, -1.0, 1.0) * (2.0 / l) * h ** 2
+    return exact_root(0.0, der, slope, t[cross], change[cross], np.inf)

@@ -1,0 +1,235 @@
+"""LapRLS, LapSVM and the deformed kernel against dense solves, scikit-learn and the seeds."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.sparse.csgraph import laplacian
+from sklearn.kernel_ridge import KernelRidge
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.neighbors import kneighbors_graph
+from sklearn.svm import SVC
+
+from dask_ssl.data.generators import g50c, two_moons
+from dask_ssl.graph import Graph, knn_graph
+from dask_ssl.kernels import DeformedKernel
+from dask_ssl.linalg import RowBlocks
+from dask_ssl.models import ESTIMATORS, LapRLS, LapSVM
+from dask_ssl.models.artifact import load_model, save_model
+
+KP = {"gamma": 0.5}
+
+
+def small_problem(client, n=80, n_labeled=10, seed=0, n_classes=2):
+    X, _ = two_moons(n=n, noise=0.1, seed=seed)
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, n_classes, n) if n_classes > 2 else (X[:, 1] > 0.25).astype(int)
+    y = np.full(n, -1)
+    lab = rng.choice(n, n_labeled, replace=False)
+    y[lab] = truth[lab]
+    y[lab[:n_classes]] = np.arange(n_classes)
+    W = kneighbors_graph(X, 6, mode="connectivity", include_self=False)
+    W = W.maximum(W.T)
+    graph = Graph.from_scipy(W, client=client, n_blocks=2)
+    return X, y, W, graph
+
+
+def dense_laprls(X, y, W, gamma_A, gamma_I, p, classes):
+    """Eq 2.12 written out: alpha = (J K + gamma_A l I + gamma_I l/(u+l)^2 L^p K)^-1 Y."""
+    n = X.shape[0]
+    K = rbf_kernel(X, gamma=KP["gamma"])
+    L = np.linalg.matrix_power(laplacian(sp.csr_matrix(W).toarray(), normed=True), p)
+    lab = y >= 0
+    l = lab.sum()
+    J = np.diag(lab.astype(float))
+    Y = np.column_stack([np.where(~lab, 0, np.where(y == c, 1.0, -1.0)) for c in classes])
+    return np.linalg.solve(J @ K + gamma_A * l * np.eye(n) + gamma_I * l / n ** 2 * L @ K, Y)
+
+
+def test_laprls_equals_dense_eq_2_12_multiclass(client):
+    X, y, W, graph = small_problem(client, n_classes=3, n_labeled=15)
+    est = LapRLS(gamma_A=1e-3, gamma_I=50.0, kernel_params=KP, p=2, client=client)
+    est.fit(X, y, graph=graph)
+    alpha = dense_laprls(X, y, W, 1e-3, 50.0, 2, [0, 1, 2])
+    np.testing.assert_allclose(est.dual_coef_, alpha, rtol=1e-7, atol=1e-9)
+    new = X[:5] + 0.05
+    np.testing.assert_allclose(est.decision_function(new),
+                               rbf_kernel(new, X, gamma=0.5) @ alpha, rtol=1e-7, atol=1e-9)
+    assert est.transduction_.shape == (80,) and set(est.transduction_) <= {0, 1, 2}
+
+
+def test_gamma_I_zero_is_rls_and_svm(client):
+    X, y, _, graph = small_problem(client)
+    lab = y >= 0
+    K = rbf_kernel(X, gamma=0.5)
+    Kll, yl, l = K[np.ix_(lab, lab)], np.where(y[lab] == 1, 1.0, -1.0), lab.sum()
+    rls = LapRLS(gamma_A=1e-2, gamma_I=0.0, kernel_params=KP, p=1, client=client)
+    rls.fit(X, y, graph=graph)
+    ref = np.linalg.solve(Kll + 1e-2 * l * np.eye(l), yl)
+    np.testing.assert_allclose(rls.dual_coef_[lab, 0], ref, rtol=1e-8)
+    np.testing.assert_allclose(rls.dual_coef_[~lab], 0.0, atol=1e-12)
+    svm = LapSVM(loss="hinge", gamma_A=1e-2, gamma_I=0.0, kernel_params=KP, p=1, tol=1e-10,
+                 client=client).fit(X, y, graph=graph)
+    ref = SVC(kernel="precomputed", C=1 / (2e-2 * l), tol=1e-10).fit(Kll, yl)
+    np.testing.assert_allclose(svm.decision_function(X),
+                               ref.decision_function(K[:, lab]), atol=1e-6)
+    np.testing.assert_allclose(svm.dual_coef_[~lab], 0.0, atol=1e-12)
+
+
+def test_deformed_kernel_rls_and_svc_equal_laprls_and_lapsvm(client):
+    X, y, _, graph = small_problem(client, n=60)
+    lab = y >= 0
+    yl, l = y[lab], lab.sum()
+    new = np.array([[0.5, 0.2], [1.5, -0.3], [-0.8, 0.4]])
+    params = dict(gamma_A=1e-2, gamma_I=100.0, kernel_params=KP, p=2)
+    dk = DeformedKernel.from_graph(X, graph, **params)
+    lap = LapRLS(client=client, **params).fit(X, y, graph=graph)
+    # KernelRidge calls the callable once per pair of rows (pairwise_kernels)
+    kr = KernelRidge(alpha=1e-2 * l, kernel=dk).fit(X[lab], np.where(yl == 1, 1.0, -1.0))
+    for Z in (X, new):
+        np.testing.assert_allclose(kr.predict(Z), lap.decision_function(Z), atol=1e-8)
+    pre = KernelRidge(alpha=1e-2 * l, kernel="precomputed").fit(dk(X[lab]), np.where(yl == 1, 1.0, -1.0))
+    np.testing.assert_allclose(pre.predict(dk(new, X[lab])), lap.decision_function(new), atol=1e-8)
+
+    lsvm = LapSVM(loss="hinge", tol=1e-10, client=client, **params).fit(X, y, graph=graph)
+    svc = SVC(kernel=dk, C=1 / (2e-2 * l), tol=1e-10).fit(X[lab], yl)
+    for Z in (X, new):
+        np.testing.assert_allclose(svc.decision_function(Z), lsvm.decision_function(Z), atol=1e-6)
+
+
+def test_squared_hinge_newton_reaches_the_minimum(client):
+    X, y, W, graph = small_problem(client, n=50, n_labeled=12)
+    est = LapSVM(gamma_A=1e-2, gamma_I=20.0, kernel_params=KP, p=1, client=client)
+    est.fit(X, y, graph=graph)
+    n, lab = 50, y >= 0
+    K = rbf_kernel(X, gamma=0.5)
+    M = laplacian(W.toarray(), normed=True)
+    yl = np.where(y[lab] == 1, 1.0, -1.0)
+    w = 20.0 / n ** 2
+
+    def objective(z):
+        a, b = z[:n], z[n]
+        f = K @ a + b
+        return (np.mean(np.maximum(0, 1 - yl * f[lab]) ** 2) + 1e-2 * a @ K @ a + w * f @ M @ f)
+
+    best = minimize(objective, np.zeros(n + 1), method="L-BFGS-B", options={"maxiter": 20000,
+                    "ftol": 1e-15, "gtol": 1e-12})
+    z = np.append(est.dual_coef_[:, 0], est.intercept_[0])
+    assert objective(z) <= best.fun + 1e-9
+    assert est.objective_ == pytest.approx(objective(z), rel=1e-10)
+
+
+@pytest.mark.parametrize("kwargs, fit_graph, message", [
+    ({"gamma_A": 0.0}, False, "gamma_A"),
+    ({"gamma_A": -1.0}, False, "gamma_A"),
+    ({"kernel": "nope"}, False, "unknown kernel"),
+    ({"kernel": lambda A, B: np.full((len(A), len(B)), np.nan)}, False, "non-finite"),
+    ({}, True, "graph has 30 rows but X has 80"),
+    ({"graph_normalization": "n3"}, False, "graph_normalization"),
+    ({"loss": "hinge", "solver": "primal"}, False, "primal solver"),
+])
+def test_bad_input_fails_before_work(client, kwargs, fit_graph, message):
+    X, y, _, _ = small_problem(client)
+    graph = None
+    if fit_graph:
+        graph = Graph.from_scipy(kneighbors_graph(X[:30], 3).maximum(kneighbors_graph(X[:30], 3).T),
+                                 client=client)
+    cls = LapSVM if "loss" in kwargs else LapRLS
+    est = cls(client=client, **kwargs)
+    with pytest.raises(ValueError, match=message):
+        est.fit(X, y, graph=graph)
+    assert not hasattr(est, "dual_coef_")
+
+
+def test_model_store_round_trip_and_predict(client, tmp_path):
+    X, y, _, graph = small_problem(client, n_classes=3, n_labeled=15)
+    for cls in (LapRLS, LapSVM):
+        est = cls(gamma_A=1e-3, gamma_I=10.0, p=2, client=client).fit(X, y, graph=graph)
+        est.client = None
+        path = save_model(est, tmp_path / cls.__name__)
+        back = load_model(path)
+        assert type(back) is ESTIMATORS[cls.__name__]
+        new = X[:7] * 1.1
+        np.testing.assert_array_equal(back.decision_function(new), est.decision_function(new))
+        np.testing.assert_array_equal(back.predict(new), est.predict(new))
+        blocks = RowBlocks.from_array(new, client=client, n_blocks=2)
+        np.testing.assert_allclose(back.decision_function(blocks), est.decision_function(new),
+                                   rtol=1e-12)
+    est = LapRLS(kernel=lambda A, B: A @ B.T, p=1, client=client).fit(X, y, graph=graph)
+    with pytest.raises(ValueError, match="callable kernel"):
+        save_model(est, tmp_path / "callable")
+    assert not (tmp_path / "callable").exists()
+
+
+def test_sparse_rows_fit_and_store(client, tmp_path):
+    X, y, _, graph = small_problem(client)
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.3, X, 0.0))
+    est = LapRLS(gamma_I=10.0, p=1, client=client).fit(Xs, y, graph=graph)
+    back = load_model(save_model(est, tmp_path / "m"))
+    np.testing.assert_allclose(back.decision_function(Xs), est.decision_function(Xs.toarray()),
+                               rtol=1e-10)
+
+
+# the seeds' data sets, default settings ---------------------------------------------------
+def _draw(y, seed, n_labeled=None, per_class=None):
+    rng = np.random.default_rng(seed)
+    if per_class:
+        idx = np.concatenate([rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+                              for c in np.unique(y)])
+    else:
+        idx = rng.choice(len(y), n_labeled, replace=False)
+    out = np.full(len(y), -1 if y.min() >= 0 else 0, dtype=y.dtype)
+    out[idx] = y[idx]
+    return out
+
+
+def _error(est, y, train):
+    hidden = train == (-1 if y.min() >= 0 else 0)
+    return float(np.mean(est.transduction_[hidden] != y[hidden]))
+
+
+def test_g50c_defaults_beat_rls(client):
+    """550 rows, 50 labels, 10 draws, transductive (thesis Table 2.6: RLS 8.5, LapRLS 5.2,
+    LapSVM 5.4 with CV-chosen settings; Bayes error 5)."""
+    X, y = g50c(n=550, seed=0)
+    errors = {"LapRLS": [], "LapSVM": [], "RLS": []}
+    for seed in range(10):
+        train = _draw(y, seed, n_labeled=50)
+        for cls in (LapRLS, LapSVM):
+            errors[cls.__name__].append(_error(cls(unlabeled=0, client=client).fit(X, train), y, train))
+        rls = LapRLS(gamma_I=0.0, n_neighbors=10, p=1, unlabeled=0, client=client).fit(X, train)
+        errors["RLS"].append(_error(rls, y, train))
+    mean = {k: np.mean(v) for k, v in errors.items()}
+    for name in ("LapRLS", "LapSVM"):
+        assert mean[name] <= 0.075, mean
+        assert mean[name] <= 0.75 * mean["RLS"], mean
+
+
+def test_two_moons_lapsvm_defaults(client):
+    X, y = two_moons(n=200, seed=0)
+    errors = []
+    for seed in range(20):
+        train = _draw(y, seed, per_class=1)
+        errors.append(_error(LapSVM(unlabeled=0, client=client).fit(X, train), y, train))
+    assert np.mean(errors) <= 0.04, errors
+
+
+def test_hw_digits_laprls_beats_rls(client, shared_data):
+    from dask_ssl.data.multiview import read_multiview
+
+    path = shared_data / "multiview" / "HW.mat"
+    if not path.is_file():
+        pytest.skip(f"{path} is missing")
+    views, y = read_multiview(path)
+    X = views[4]  # pixel averages (240 features)
+    train = _draw(y, 0, per_class=5)
+    lap = LapRLS(client=client).fit(X, train)
+    rls = LapRLS(gamma_I=0.0, n_neighbors=10, p=1, client=client).fit(X, train)
+    assert _error(lap, y, train) <= 0.7 * _error(rls, y, train)
+
+
+def test_graph_from_knn_graph_is_used_as_given(client):
+    X, y, _, _ = small_problem(client)
+    graph = knn_graph(RowBlocks.from_array(X, client=client), 5)
+    est = LapRLS(gamma_I=10.0, p=1, client=client).fit(X, y, graph=graph)
+    assert est.graph_ is graph and est.n_neighbors_ is None and est.p_ == 1
