@@ -97,6 +97,8 @@ class KernelBlocks:
     ----------
     nbytes : ndarray of int
         Bytes of ``K`` each block keeps.
+    rows : RowBlocks
+        The blocks the kernel rows are kept beside (its ``round_trips`` counts products).
     """
 
     def __init__(self, data: RowBlocks, *, kernel="rbf", kernel_params=None,
@@ -107,12 +109,20 @@ class KernelBlocks:
         self.data = data
         self.dtype = np.dtype(dtype)
         self.token = "kernel-" + uuid.uuid4().hex[:12]
+        client = data.client
+        owners = data.owners(refresh=True)
+        parts = client.gather(data.blocks)
+        # The kernel rows are reached through copies of the data blocks that only this object
+        # uses, one per block on the block's worker: the data blocks themselves get replicated
+        # when other steps (the kNN build) read them, and Dask's active memory manager may then
+        # drop the copy on the worker a block's state was placed with.
+        self.rows = RowBlocks(client, [client.scatter(part, workers=[w], hash=False)
+                                       for part, w in zip(parts, owners)],
+                              data.sizes.copy(), data.n_features, data.sparse)
         # All rows go to each worker once, as an argument of a direct call (sent once per
-        # worker). Passed as task dependencies instead, the blocks would be replicated, and
-        # Dask's active memory manager may then drop the copy on the block's own worker.
-        X_all = _stack(data.client.gather(data.blocks))
-        self.nbytes = np.array(data.call(_build, self.token, kernel, kernel_params, self.dtype,
-                                         X_all), dtype=np.int64)
+        # worker, not as task dependencies, which would replicate blocks again).
+        self.nbytes = np.array(self.rows.call(_build, self.token, kernel, kernel_params,
+                                              self.dtype, _stack(parts)), dtype=np.int64)
 
     @property
     def n_rows(self) -> int:
@@ -124,7 +134,7 @@ class KernelBlocks:
         if V.shape[0] != self.n_rows:
             raise ValueError(f"V has {V.shape[0]} rows but K is {self.n_rows} x {self.n_rows}")
         V2 = np.ascontiguousarray(V.reshape(V.shape[0], -1))
-        out = np.vstack(self.data.call(_matmat, self.token, V2))
+        out = np.vstack(self.rows.call(_matmat, self.token, V2))
         return out.reshape(V.shape)
 
     def submatrix(self, rows, cols) -> np.ndarray:
@@ -133,7 +143,7 @@ class KernelBlocks:
         cols = np.asarray(cols, dtype=np.int64)
         off = self.data.offsets
         owner = np.searchsorted(off, rows, side="right") - 1
-        parts = self.data.call(_submatrix, self.token, cols,
+        parts = self.rows.call(_submatrix, self.token, cols,
                                per_block=[(rows[owner == b] - off[b],)
                                           for b in range(self.data.n_blocks)])
         out = np.empty((rows.size, cols.size))
@@ -143,4 +153,5 @@ class KernelBlocks:
 
     def close(self) -> None:
         """Free the kernel rows on the workers."""
-        self.data.client.run(_drop, self.token)
+        self.rows.client.run(_drop, self.token)
+        self.rows.client.cancel(self.rows.blocks)

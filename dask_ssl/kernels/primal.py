@@ -188,7 +188,17 @@ class _Problem:
         self.n_iter = 0
 
     def Mprod(self, V):
-        return self.M(V) if self.gamma_I else np.zeros_like(V)
+        """``M V``, always as a product of all ``c`` columns (zeros padding the columns at
+        rest): the graph kernels are compiled per column count on each worker, and shrinking
+        sets of moving columns would compile one for every count."""
+        if not self.gamma_I:
+            return np.zeros_like(V)
+        k, c = V.shape[1], self.Y.shape[1]
+        if k == c:
+            return self.M(V)
+        padded = np.zeros((V.shape[0], c))
+        padded[:, :k] = V
+        return self.M(padded)[:, :k]
 
     def refresh(self, cols):
         """``f = K alpha + b`` and ``M f`` of columns ``cols`` by fresh products (the
@@ -371,9 +381,10 @@ def solve_primal(blocks: RowBlocks, graph: Graph, Y, labeled, *, kernel="rbf",
         raise ValueError(f"kernel_blocks has {kernel_blocks.n_rows} rows but the data has {n}")
     client = client or blocks.client
     W_trips0 = graph.W.round_trips
-    trips0 = blocks.round_trips
     K = kernel_blocks or KernelBlocks(blocks, kernel=kernel, kernel_params=kernel_params,
                                       dtype=dtype)
+    # building the rows took one round trip (counted below when built here)
+    trips0 = K.rows.round_trips - (kernel_blocks is None)
     op = None
     try:
         M = None
@@ -401,7 +412,7 @@ def solve_primal(blocks: RowBlocks, graph: Graph, Y, labeled, *, kernel="rbf",
         prob.refresh(cols)
         return PrimalResult(prob.alpha, prob.b, prob.f.copy(), prob.objective(), prob.n_iter,
                             n_newton, converged, stopped,
-                            blocks.round_trips - trips0 + graph.W.round_trips - W_trips0,
+                            K.rows.round_trips - trips0 + graph.W.round_trips - W_trips0,
                             prob.history)
     finally:
         if op is not None:
