@@ -170,7 +170,8 @@ def main():
     ap.add_argument("--gamma-A", type=float, default=1e-6)
     ap.add_argument("--gamma-I", type=float, default=100.0, help="thesis scale: / n^2")
     ap.add_argument("--rbf-gamma", type=float, default=1.0 / 50)
-    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--tol", type=float, default=1e-9,
+                    help="PCG residual; early stopping usually ends first")
     ap.add_argument("--max-iter", type=int, default=2000)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     ap.add_argument("--no-early-stopping", action="store_true")
