@@ -75,10 +75,6 @@ def _submatrix(i, X, rows, token, cols):
     return workerstate.get(token, i)[rows][:, cols].astype(np.float64)
 
 
-def _drop(token):
-    return workerstate.drop(token)
-
-
 class KernelBlocks:
     """``K = kernel(X, X)`` held as row blocks on the workers of the data blocks.
 
@@ -153,5 +149,5 @@ class KernelBlocks:
 
     def close(self) -> None:
         """Free the kernel rows on the workers."""
-        self.rows.client.run(_drop, self.token)
+        self.rows.client.run(workerstate.drop, self.token)
         self.rows.client.cancel(self.rows.blocks)
