@@ -233,3 +233,21 @@ def test_graph_from_knn_graph_is_used_as_given(client):
     graph = knn_graph(RowBlocks.from_array(X, client=client), 5)
     est = LapRLS(gamma_I=10.0, p=1, client=client).fit(X, y, graph=graph)
     assert est.graph_ is graph and est.n_neighbors_ is None and est.p_ == 1
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_direct_and_primal_solvers_agree(client, cls):
+    """The distributed primal solve (kernel rows and Laplacian products on the workers) reaches
+    the direct dense solution of the same objective when run to a tight tolerance."""
+    rng = np.random.default_rng(5)
+    X = np.vstack([rng.normal(-1.5, 1, size=(80, 4)), rng.normal(1.5, 1, size=(80, 4))])
+    y = np.full(160, -1)
+    y[[0, 1, 2, 80, 81, 82]] = [0, 0, 0, 1, 1, 1]
+    common = dict(gamma_A=1e-3, gamma_I=10.0, n_neighbors=8, p=1, kernel_params={"gamma": 0.2},
+                  client=client, n_blocks=2, random_state=0)
+    direct = cls(solver="direct", **common).fit(X, y)
+    primal = cls(solver="primal", tol=1e-12, max_iter=2000, early_stopping=False,
+                 **common).fit(X, y, graph=direct.graph_)
+    np.testing.assert_allclose(primal.decision_function(X), direct.decision_function(X),
+                               rtol=1e-5, atol=1e-6 * np.abs(direct.decision_function(X)).max())
+    assert np.all(primal.transduction_ == direct.transduction_)

@@ -97,8 +97,8 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
     def __init__(self, *, gamma_A=1e-6, gamma_I=1e4, kernel="rbf", kernel_params=None,
                  n_neighbors="auto", metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
-                 solver="auto", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
-                 client=None, n_blocks=None, random_state=None):
+                 solver="auto", tol=1e-6, max_iter=200, early_stopping=True, search_epsilon=0.1,
+                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.kernel = kernel
@@ -114,6 +114,7 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.early_stopping = early_stopping
         self.search_epsilon = search_epsilon
         self.unlabeled = unlabeled
         self.client = client
@@ -269,10 +270,10 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         res = solve_primal(to_blocks(X, client, self.n_blocks), graph, Y, labeled,
                            kernel=self.kernel, kernel_params=kparams, gamma_A=self.gamma_A,
                            gamma_I=weight, loss=self._loss(), normalized=self.normalized,
-                           p=setting[1], tol=self.tol, max_iter=self.max_iter, client=client)
+                           p=setting[1], tol=self.tol, max_iter=self.max_iter, client=client,
+                           early_stopping=bool(self.early_stopping))
         return {"dual_coef_": res.alpha, "intercept_": np.asarray(res.intercept, dtype=float),
-                "objective_": _squeeze(np.asarray([h[-1] for h in np.atleast_2d(res.history)])
-                                       if res.history else np.full(Y.shape[1], np.nan)),
+                "objective_": _squeeze(np.asarray(res.objective, dtype=float)),
                 "n_iter_": int(res.n_iter), "history_": res.history,
                 "graph_setting": setting, "selection": [], "gamma_I_effective_": weight}
 
@@ -456,6 +457,9 @@ class LapRLS(_ManifoldClassifier):
         ``DIRECT_MAX_ROWS`` rows.
     tol, max_iter
         Tolerance and iteration limit of the iterative solvers.
+    early_stopping : bool, default True
+        Primal solver: stop a solve once the signs of f on the unlabeled rows stop changing
+        (Melacci and Belkin's rule; see :mod:`dask_ssl.kernels.primal`), before ``tol``.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -534,8 +538,8 @@ class LapSVM(_ManifoldClassifier):
     def __init__(self, *, loss="squared_hinge", gamma_A=1e-6, gamma_I=1e4, kernel="rbf",
                  kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
-                 solver="auto", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
-                 client=None, n_blocks=None, random_state=None):
+                 solver="auto", tol=1e-6, max_iter=200, early_stopping=True, search_epsilon=0.1,
+                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, kernel=kernel,
                          kernel_params=kernel_params, n_neighbors=n_neighbors, metric=metric,
                          weights=weights, t=t, symmetrize=symmetrize, normalized=normalized,
