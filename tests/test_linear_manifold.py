@@ -67,7 +67,7 @@ def test_laprls_solves_eq3(client, solver, n_blocks):
 def test_laprls_without_graph_term_is_rls(client):
     X, y = problem(seed=1, n_classes=2)
     m = LinearLapRLS(gamma_A=0.02, gamma_I=0.0, client=client).fit(X, y)
-    r = RLS(gamma=0.02, client=client).fit(X, y)
+    r = RLS(gamma=0.02, unlabeled=-1, client=client).fit(X, y)
     np.testing.assert_allclose(m.coef_, r.coef_, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(m.intercept_, r.intercept_, rtol=1e-8, atol=1e-12)
     assert m.objective_ == pytest.approx(r.objective_, rel=1e-9)
@@ -77,7 +77,7 @@ def test_laprls_without_graph_term_is_rls(client):
 def test_lapsvm_without_graph_term_is_l2svm(client, solver):
     X, y = problem(seed=2, n_classes=2)
     m = LinearLapSVM(gamma_A=0.01, gamma_I=0.0, solver=solver, client=client).fit(X, y)
-    r = L2SVM(gamma=0.01, solver=solver, client=client).fit(X, y)
+    r = L2SVM(gamma=0.01, solver=solver, unlabeled=-1, client=client).fit(X, y)
     assert m.objective_ == pytest.approx(r.objective_, rel=1e-9)
 
 

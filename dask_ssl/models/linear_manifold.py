@@ -328,7 +328,8 @@ class LinearLapSVM(_LinearManifold):
         self._H = self._dg.gram() if self._gram_path(blocks) else None
         self._n_cg, self._cg_trips = [], [0, 0]
         try:
-            results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client)
+            results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client,
+                                           fit_part)
         finally:
             self._H = None
         self.n_cg_ = self._n_cg[0] if len(self._n_cg) == 1 else np.array(self._n_cg)
