@@ -623,12 +623,11 @@ def _cand_pop(hd, hi, size):
 
 @njit(cache=True, nogil=True)
 def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq, k, slack,
-           metric, seed, exclude, offset, budget):
+           metric, seed, budget):
     """Approximate ``k`` nearest rows of ``A`` to each query row, by best-first graph search.
 
     Each query starts from the rows of the tree leaf it falls into and expands the nearest
     unexpanded row while that row is within ``slack`` times the current k-th distance.
-    ``exclude[q] - offset`` (when in range) is never returned: the query row itself.
     At most ``budget`` distances are computed per query (0: no limit): on data with wide
     plateaus of nearly equal distances best-first search can otherwise wander far.
     """
@@ -642,9 +641,6 @@ def search(A, n, adj_ptr, adj_ind, left, right, pa, pb, start, stop, perm, Q, nq
     work = make_work(Q, A)
     for q in range(nq):
         stamp = q + 1
-        skip = exclude[q] - offset if exclude.size > 0 else -1
-        if 0 <= skip < n:
-            seen[skip] = stamp
         size = 0
         leaf = descend(A, left, right, pa, pb, Q, q, metric, _random(state) < 0.5)
         pin(Q, q, work)
