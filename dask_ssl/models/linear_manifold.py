@@ -95,7 +95,8 @@ class _LinearManifold(LinearSSLClassifier):
             raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
         self._check_feature_map()
 
-    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None):
+    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
+            resume=False):
         """Build the kNN graph on the rows of ``X`` (unless ``graph`` is given) and fit.
 
         Parameters
@@ -105,7 +106,7 @@ class _LinearManifold(LinearSSLClassifier):
             Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
         graph : Graph, optional
             A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`).
-        sample_weight, coef_init
+        sample_weight, coef_init, resume
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
@@ -116,7 +117,8 @@ class _LinearManifold(LinearSSLClassifier):
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         self._graph_in = graph
         try:
-            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init)
+            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init,
+                               resume=resume)
         finally:
             self._graph_in = None
 
