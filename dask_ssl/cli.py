@@ -74,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--gamma-I", dest="gamma_I", type=float,
                      help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I "
                           "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not)")
-    fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls/"
-                                      "lapsvm/kda/bb; Nystrom features for tsvm/da/linlaprls/linlapsvm")
+    fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
+                                      "lapsvm, kda, bb; Nystrom features of tsvm, da, linlaprls, "
+                                      "linlapsvm")
     fit.add_argument("--kernel-params", type=json.loads, metavar="JSON",
                      help='kernel parameters, e.g. \'{"gamma": 0.01}\'')
     fit.add_argument("--n-components", type=int, metavar="M",

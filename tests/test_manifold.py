@@ -268,7 +268,8 @@ def test_nystrom_with_every_row_a_landmark_is_the_exact_laprls(client):
     assert nys.n_components_ == 60 and sorted(nys.landmark_indices_) == list(range(60))
     new = np.vstack([X, X[:9] * 1.1 + 0.05])
     ref = exact.decision_function(new)
-    np.testing.assert_allclose(nys.decision_function(new), ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+    np.testing.assert_allclose(nys.decision_function(new), ref, rtol=0,
+                               atol=1e-9 * np.abs(ref).max())
     np.testing.assert_allclose(nys.objective_, exact.objective_, rtol=1e-9)
     np.testing.assert_array_equal(nys.transduction_, exact.transduction_)
     assert nys.gamma_I_effective_ == exact.gamma_I_effective_ == 10.0 / 60 ** 2

@@ -58,7 +58,7 @@ def fit_nystrom(est, blocks: RowBlocks, y, graph, setting, kparams, weight, clie
                    normalized=est.normalized, p=setting[1], search_epsilon=est.search_epsilon,
                    kernel=est.kernel, kernel_params=kparams, n_components=est.n_components,
                    landmarks=est.landmarks, tol=est.tol, max_iter=est.max_iter,
-                   # LapRLS has no bias (Eq 2.9); the squared-hinge LapSVM has one, in the graph term
+                   # LapRLS has no bias (Eq 2.9); the squared-hinge LapSVM has one (graph term too)
                    fit_intercept=linear is LinearLapSVM, solver="auto", unlabeled=est.unlabeled,
                    client=client, random_state=est.random_state)
     inner.fit(blocks, y, graph=graph)

@@ -600,11 +600,12 @@ class LapSVM(_ManifoldClassifier):
     gamma_A, gamma_I, kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize,
     normalized, p, graph_normalization, solver, tol, max_iter, unlabeled, client, n_blocks,
     search_epsilon, n_components, landmarks, random_state
-        As in :class:`LapRLS`; with ``n_components`` the loss must be the squared hinge, and
-        the bias is that of :class:`LinearLapSVM`, a constant feature regularized by
-        ``gamma_A`` (``objective_`` then holds ``gamma_A b^2`` too) (``tol`` is also libsvm's stopping tolerance; the "auto" graph
+        As in :class:`LapRLS` (``tol`` is also libsvm's stopping tolerance; the "auto" graph
         selection scores candidates by LapRLS's leave-one-out errors, which are exact and
-        cheap, as a proxy). With ``loss="hinge"`` the solver is always direct.
+        cheap, as a proxy). With ``loss="hinge"`` the solver is always direct. With
+        ``n_components`` the loss must be the squared hinge, and the bias is that of
+        :class:`LinearLapSVM`, a constant feature regularized by ``gamma_A`` (``objective_``
+        then holds ``gamma_A b^2`` too; the exact squared-hinge bias is unregularized).
 
     Attributes
     ----------
