@@ -70,20 +70,29 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-switches", type=int,
                      help="TSVM label pairs switched per round (svmlin -S; default: all)")
     fit.add_argument("--gamma-A", dest="gamma_A", type=float,
-                     help="LapRLS/LapSVM: ambient norm weight gamma_A")
+                     help="laprls/lapsvm/linlaprls/linlapsvm: ambient norm weight gamma_A")
     fit.add_argument("--gamma-I", dest="gamma_I", type=float,
-                     help="LapRLS/LapSVM: graph term weight gamma_I (divided by (u+l)^2)")
-    fit.add_argument("--kernel", help="LapRLS/LapSVM: base kernel by scikit-learn name (rbf, ...)")
+                     help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I "
+                          "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not)")
+    fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
+                                      "lapsvm, kda, bb; Nystrom features of tsvm, da, linlaprls, "
+                                      "linlapsvm")
     fit.add_argument("--kernel-params", type=json.loads, metavar="JSON",
-                     help='LapRLS/LapSVM: kernel parameters, e.g. \'{"gamma": 0.01}\'')
-    fit.add_argument("--n-neighbors", type=int, help="LapRLS/LapSVM: k of the kNN graph")
-    fit.add_argument("--p", type=int, help="LapRLS/LapSVM: power of the graph Laplacian")
+                     help='kernel parameters, e.g. \'{"gamma": 0.01}\'')
+    fit.add_argument("--n-components", type=int, metavar="M",
+                     help="Nystrom landmarks m (laprls/lapsvm: instead of the exact expansion; "
+                          "tsvm/da/linlaprls/linlapsvm: with --kernel)")
+    fit.add_argument("--landmarks", choices=["uniform", "kmeans++"],
+                     help="how the --n-components landmarks are drawn (default uniform)")
+    fit.add_argument("--n-neighbors", type=int, help="Laplacian methods: k of the kNN graph")
+    fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
     fit.add_argument("--loss", choices=["squared_hinge", "hinge"], help="LapSVM loss")
     fit.add_argument("--labeled", type=int, metavar="N",
                      help="keep a stratified N of the labels, treat the other rows as unlabeled")
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")
     fit.add_argument("--checkpoint", metavar="DIR",
-                     help="checkpoint the outer loop after every stage (resume with 'resume DIR')")
+                     help="checkpoint the outer loop after every stage (tsvm, da), the CG state "
+                          "every 10 iterations (linlaprls); resume with 'resume DIR'")
     fit.add_argument("--model-out", required=True, metavar="DIR")
     fit.add_argument("--outputs", metavar="FILE", help="write one decision value per input row")
     fit.add_argument("--detach", action="store_true",

@@ -77,6 +77,12 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
     (["--algorithm", "tsvm", "--pos-fraction", "1.5"], "pos_fraction"),
     (["--algorithm", "tsvm", "--gamma-u", "-2"], "gamma_u"),
     (["--algorithm", "svm", "--gamma-u", "1"], "does not apply"),
+    (["--algorithm", "svm", "--n-components", "10"], "does not apply"),
+    (["--algorithm", "linlaprls", "--gamma", "1"], "does not apply"),
+    (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
+    (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
+    (["--algorithm", "laprls", "--n-components", "0"], "n_components must be"),
+    (["--algorithm", "lapsvm", "--loss", "hinge", "--n-components", "9"], "exact expansion"),
 ])
 def test_bad_parameters_fail_before_reading(tmp_path, capsys, flags, message):
     model = tmp_path / "model"
@@ -231,5 +237,36 @@ def test_manifold_fit_then_predict(client, tmp_path, algorithm):
     est = load_model(model)
     np.testing.assert_allclose(est.decision_function(X), fitted, rtol=1e-8, atol=1e-10)
     _, truth = write_problem(tmp_path / "full.svm", n=150)  # the same rows, every label kept
+    hidden = y == 0
+    assert np.mean(np.sign(fitted[hidden]) == truth[hidden]) > 0.8
+
+
+@pytest.mark.parametrize("algorithm, flags", [
+    ("linlaprls", ["--kernel", "rbf", "--kernel-params", '{"gamma": 0.1}', "--n-components",
+                   "40", "--landmarks", "kmeans++", "--gamma-I", "0.1"]),
+    ("linlapsvm", ["--gamma-I", "0.1"]),
+    ("laprls", ["--n-components", "40", "--kernel-params", '{"gamma": 0.1}', "--gamma-I", "100"]),
+    ("lapsvm", ["--n-components", "40", "--landmarks", "kmeans++", "--gamma-I", "100"]),
+    ("tsvm", ["--kernel", "rbf", "--kernel-params", '{"gamma": 0.1}', "--n-components", "40"]),
+])
+def test_nystrom_and_linear_laplacian_fit_then_predict(client, tmp_path, algorithm, flags):
+    data = tmp_path / "train.svm"
+    X, y = write_problem(data, n=150, unlabeled_every=3)
+    model = tmp_path / "model"
+    graph = [] if algorithm == "tsvm" else ["--n-neighbors", "8", "--p", "1", "--gamma-A", "1e-3"]
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", algorithm, *graph, *flags,
+                     "--model-out", str(model), "--outputs", str(tmp_path / "fit.out")]) == 0
+        assert main(["predict", "--model", str(model), "--data", str(data),
+                     "--outputs", str(tmp_path / "pred.out")]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    if "--n-components" in flags:
+        assert doc["params"]["n_components"] == 40
+        assert doc["params"]["landmarks"] == ("kmeans++" if "kmeans++" in flags else "uniform")
+    fitted = np.loadtxt(tmp_path / "fit.out")
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "pred.out"), fitted, rtol=1e-9, atol=1e-12)
+    est = load_model(model)
+    np.testing.assert_allclose(est.decision_function(X), fitted, rtol=1e-8, atol=1e-10)
+    _, truth = write_problem(tmp_path / "full.svm", n=150)
     hidden = y == 0
     assert np.mean(np.sign(fitted[hidden]) == truth[hidden]) > 0.8

@@ -172,3 +172,45 @@ def test_a_graph_on_other_rows_is_refused(client):
     g = LinearLapRLS(client=client).fit(X, y).graph_
     with pytest.raises(ValueError, match="graph has 150 rows"):
         LinearLapSVM(client=client).fit(X[:100], y[:100], graph=g)
+
+
+def test_laprls_cg_killed_mid_solve_resumes_from_its_checkpoint(client, tmp_path, monkeypatch):
+    """A solve killed after its first save resumes there and reaches the uninterrupted solution
+    along the same iterates; a state saved for another system is refused."""
+    import json
+
+    from dask_ssl.loop import cg
+
+    X, y = problem(seed=3, n_classes=2)
+    kw = dict(gamma_A=1e-3, gamma_I=0.3, p=2, solver="cg", tol=1e-13, client=client, n_blocks=2)
+    full = LinearLapRLS(**kw).fit(X, y)
+    monkeypatch.setattr(cg, "CG_EVERY", 4)
+    assert full.n_iter_ > 2 * cg.CG_EVERY
+    ck = tmp_path / "ck"
+    original = cg.CGCheckpoint.save
+
+    def dies_on_second_save(self, state):
+        if (ck / "state.json").exists():
+            raise RuntimeError("killed")
+        original(self, state)
+
+    monkeypatch.setattr(cg.CGCheckpoint, "save", dies_on_second_save)
+    with pytest.raises(RuntimeError, match="killed"):
+        LinearLapRLS(checkpoint=str(ck), **kw).fit(X, y)
+    monkeypatch.setattr(cg.CGCheckpoint, "save", original)
+    assert json.loads((ck / "state.json").read_text())["k"] == cg.CG_EVERY
+    resumed = LinearLapRLS(checkpoint=str(ck), **kw).fit(X, y, resume=True)
+    np.testing.assert_allclose(resumed.coef_, full.coef_, rtol=1e-8, atol=0)
+    np.testing.assert_allclose(resumed.intercept_, full.intercept_, rtol=1e-8)
+    assert resumed.n_iter_ == full.n_iter_
+    np.testing.assert_allclose([h["residual"] for h in resumed.history_],
+                               [h["residual"] for h in full.history_], rtol=1e-6)
+    # another system: other labels, another gamma_I (same shapes, so only the fingerprint tells)
+    y2 = y.copy()
+    y2[np.flatnonzero(y >= 0)[-1]] = 1 - y2[np.flatnonzero(y >= 0)[-1]]
+    for est, labels in ((LinearLapRLS(checkpoint=str(ck), **kw), y2),
+                        (LinearLapRLS(checkpoint=str(ck), **{**kw, "gamma_I": 0.31}), y)):
+        with pytest.raises(ValueError, match="another system"):
+            est.fit(X, labels, resume=True)
+    with pytest.raises(ValueError, match="holds no checkpoint"):
+        LinearLapRLS(checkpoint=str(tmp_path / "none"), **kw).fit(X, y, resume=True)

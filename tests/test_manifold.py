@@ -127,6 +127,11 @@ def test_squared_hinge_newton_reaches_the_minimum(client):
     ({}, True, "graph has 30 rows but X has 80"),
     ({"graph_normalization": "n3"}, False, "graph_normalization"),
     ({"loss": "hinge", "solver": "primal"}, False, "primal solver"),
+    ({"n_components": 0}, False, "n_components must be a positive integer"),
+    ({"n_components": 81}, False, "n_components=81 exceeds the 80 rows"),
+    ({"n_components": 10, "landmarks": "far"}, False, "landmarks must be one of"),
+    ({"n_components": 10, "solver": "direct"}, False, "applies to the exact expansion"),
+    ({"n_components": 10, "loss": "hinge"}, False, "needs the exact expansion"),
 ])
 def test_bad_input_fails_before_work(client, kwargs, fit_graph, message):
     X, y, _, _ = small_problem(client)
@@ -251,3 +256,85 @@ def test_direct_and_primal_solvers_agree(client, cls):
     np.testing.assert_allclose(primal.decision_function(X), direct.decision_function(X),
                                rtol=1e-5, atol=1e-6 * np.abs(direct.decision_function(X)).max())
     assert np.all(primal.transduction_ == direct.transduction_)
+
+
+# n_components: Nystrom features through the linear machinery ---------------------------------
+def test_nystrom_with_every_row_a_landmark_is_the_exact_laprls(client):
+    """Z = K^1/2 when every row is a landmark: the same objective, the same f everywhere."""
+    X, y, _, graph = small_problem(client, n=60, n_classes=3, n_labeled=15)
+    kw = dict(gamma_A=1e-3, gamma_I=10.0, p=2, kernel_params={"gamma": 2.0}, client=client)
+    exact = LapRLS(**kw).fit(X, y, graph=graph)
+    nys = LapRLS(n_components=60, **kw).fit(X, y, graph=graph)
+    assert nys.n_components_ == 60 and sorted(nys.landmark_indices_) == list(range(60))
+    new = np.vstack([X, X[:9] * 1.1 + 0.05])
+    ref = exact.decision_function(new)
+    np.testing.assert_allclose(nys.decision_function(new), ref, rtol=0,
+                               atol=1e-9 * np.abs(ref).max())
+    np.testing.assert_allclose(nys.objective_, exact.objective_, rtol=1e-9)
+    np.testing.assert_array_equal(nys.transduction_, exact.transduction_)
+    assert nys.gamma_I_effective_ == exact.gamma_I_effective_ == 10.0 / 60 ** 2
+
+
+def test_nystrom_lapsvm_minimizes_its_objective(client):
+    """Every row a landmark: the squared-hinge LapSVM objective with the bias regularized by
+    gamma_A (LinearLapSVM's), at its minimum, below its value at the exact LapSVM's solution."""
+    X, y, _, graph = small_problem(client, n=60)
+    kw = dict(gamma_A=1e-2, gamma_I=10.0, p=1, kernel_params={"gamma": 2.0}, client=client)
+    exact = LapSVM(**kw).fit(X, y, graph=graph)
+    nys = LapSVM(n_components=60, **kw).fit(X, y, graph=graph)
+    K = rbf_kernel(X, gamma=2.0)
+    M = laplacian(graph.to_scipy().toarray(), normed=True)
+    lab = y >= 0
+    Y = np.where(lab, np.where(y == 1, 1.0, -1.0), 0.0)[:, None]
+
+    def objective(est):
+        alpha, b = est.dual_coef_, est.intercept_
+        plain = est._objective(K, M, 10.0 / 60 ** 2, alpha, b, Y, lab, True)[0]
+        return plain + 1e-2 * b[0] ** 2
+
+    assert nys.objective_ == pytest.approx(objective(nys), rel=1e-9)
+    assert objective(nys) < objective(exact)
+    assert np.mean(nys.predict(X) == exact.predict(X)) > 0.95
+
+
+def test_nystrom_default_rbf_width_is_computed_on_the_blocks(client):
+    from dask_ssl.models._nystrom_manifold import blocks_rbf_gamma
+    from dask_ssl.models.manifold import default_rbf_gamma
+
+    X, _ = g50c(n=400, n_features=10, seed=1)
+    X[5] = X[6]  # a duplicate row: a neighbour at distance 0
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=3)
+    assert blocks_rbf_gamma(blocks, 10, 2.0, 150) == pytest.approx(default_rbf_gamma_sample(X, 150),
+                                                                    rel=1e-10)
+    assert blocks_rbf_gamma(blocks, 10, 2.0, 1000) == pytest.approx(default_rbf_gamma(X), rel=1e-10)
+
+
+def default_rbf_gamma_sample(X, sample):
+    from sklearn.neighbors import NearestNeighbors
+
+    rows = np.unique(np.linspace(0, len(X) - 1, sample).astype(np.int64))
+    dist, _ = NearestNeighbors(n_neighbors=11).fit(X).kneighbors(X[rows])
+    sigma = 2.0 * dist[:, 1:].mean()
+    return 1.0 / (2.0 * sigma ** 2)
+
+
+def test_nystrom_model_stores_landmarks_not_rows(client, tmp_path):
+    X, y, _, graph = small_problem(client, n=120, n_classes=3, n_labeled=20)
+    for cls in (LapRLS, LapSVM):
+        est = cls(n_components=25, landmarks="kmeans++", p=1, n_neighbors=6, random_state=0,
+                  client=client).fit(X, y)
+        assert est.expansion_points_.shape == (25, 2) and est.dual_coef_.shape == (25, 3)
+        np.testing.assert_array_equal(est.expansion_points_, X[est.landmark_indices_])
+        est.client = None
+        path = save_model(est, tmp_path / cls.__name__)
+        with np.load(path / "arrays.npz") as arrays:
+            assert arrays["points"].shape == (25, 2)
+        back = load_model(path)
+        np.testing.assert_array_equal(back.landmark_indices_, est.landmark_indices_)
+        assert back.n_neighbors_ == 6 and back.kernel_params_ == est.kernel_params_
+        new = X[:9] * 1.1
+        np.testing.assert_array_equal(back.decision_function(new), est.decision_function(new))
+        blocks = RowBlocks.from_array(new, client=client, n_blocks=2)
+        np.testing.assert_allclose(back.decision_function(blocks), est.decision_function(new),
+                                   rtol=1e-12)
+        assert np.mean(est.transduction_ == est.predict(X)) == 1.0

@@ -34,6 +34,13 @@ singular ``M`` (a block of a graph whose few cut edges weigh ~1e-300) it drifted
 or ``p.q`` lost its sign, 7e-3 short of the tolerance. A column that breaks down like that
 makes the driver *restart* the system (``system.restart()``: ``r = b - A x``, ``z = M^-1 r``,
 ``p = z`` from the current ``x``, one pass), at most :data:`MAX_RESTARTS` times.
+
+A long solve can be made resumable: with a ``checkpoint`` (an object with ``load()`` and
+``save(state)``, the storage being the caller's business) the driver hands it its whole state
+every ``checkpoint.every`` passes and when it stops, the system's vectors (``system.state()``:
+``x``, ``r``, ``p``, ``q``) and its own counters, and on a later call continues from the state
+``load()`` returns (``system.restore(arrays)``) instead of starting. The recurrences then run
+exactly as they would have without the interruption.
 """
 
 from __future__ import annotations
@@ -94,7 +101,8 @@ class BlockCGResult:
     history: list = field(default_factory=list)
 
 
-def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None) -> BlockCGResult:
+def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None,
+             checkpoint=None) -> BlockCGResult:
     """Solve the symmetric positive definite system held by ``system`` for all its columns.
 
     Parameters
@@ -108,6 +116,9 @@ def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None) -
         Passes after the start.
     callback : callable, optional
         ``callback(k, relres)`` after every pass.
+    checkpoint : object, optional
+        ``load() -> dict | None``, ``save(state: dict)`` and ``every`` (passes between saves):
+        see the module docstring. ``maxiter`` counts the passes of the resumed run too.
 
     Returns
     -------
@@ -116,17 +127,33 @@ def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None) -
     """
     if tol <= 0:
         raise ValueError(f"tol must be positive, got {tol}")
-    red, bb = system.start()
+    saved = None if checkpoint is None else checkpoint.load()
+    if saved is None:
+        red, bb = system.start()
+    else:
+        red, bb = system.restore(saved["arrays"])
     scale = np.where(bb > 0, bb, 1.0)
     thresh = tol * tol * scale
     rr = red.rr
     rz = red.preconditioned()[0]
-    active = rr > thresh
-    n_iter = np.zeros(rr.shape[0], dtype=np.int64)
-    history = [np.sqrt(rr / scale)]
-    passes = 1
-    restarts = 0
-    for k in range(maxiter):
+    if saved is None:
+        active = rr > thresh
+        n_iter = np.zeros(rr.shape[0], dtype=np.int64)
+        history = [np.sqrt(rr / scale)]
+        passes, restarts, start = 1, 0, 0
+    else:
+        active, n_iter = saved["active"].astype(bool), saved["n_iter"].astype(np.int64)
+        history = list(saved["history"])
+        passes, restarts, start = saved["passes"], saved["restarts"], saved["k"]
+
+    def save(k):
+        checkpoint.save({"k": k, "passes": passes, "restarts": restarts, "active": active,
+                         "n_iter": n_iter, "history": np.array(history),
+                         "arrays": system.state()})
+
+    for k in range(start, maxiter):
+        if checkpoint is not None and k > start and k % checkpoint.every == 0:
+            save(k)
         # A non-positive p.q means p = 0 (no progress possible) or A is not positive definite on
         # this column; a non-positive r.z, an indefinite preconditioner. Either can also be the
         # drift of the recurrences: restart from x, and stop the column if that does not help.
@@ -159,6 +186,10 @@ def block_cg(system, *, tol: float = 1e-6, maxiter: int = 1000, callback=None) -
         history.append(np.sqrt(rr / scale))
         if callback is not None:
             callback(k, history[-1])
+    else:
+        k = maxiter
+    if checkpoint is not None:
+        save(k)
     return BlockCGResult(n_iter, rr <= thresh, np.sqrt(rr / scale), passes, history)
 
 
@@ -200,6 +231,20 @@ class LocalSystem:
     def restart(self) -> Reductions:
         """:meth:`start` again from the current ``X``; returns the sums."""
         return self.start()[0]
+
+    def state(self) -> dict:
+        """The vectors a resumed solve needs (see :func:`block_cg`'s ``checkpoint``)."""
+        names = ("X", "R", "P", "Q") + (("Z", "Wq") if self._precond is not None else ())
+        return {name: getattr(self, name).copy() for name in names}
+
+    def restore(self, arrays: dict):
+        """Continue from :meth:`state`: returns what :meth:`start` returns, with no product."""
+        for name, value in arrays.items():
+            if value.shape != self.B.shape:
+                raise ValueError(f"saved CG vector {name} has shape {value.shape}, the system "
+                                 f"{self.B.shape}")
+            setattr(self, name, np.array(value, dtype=np.float64))
+        return self._sums(), _colsum(self.B, self.B)
 
     def start(self):
         self.R = self.B - np.asarray(self._apply(self.X)).reshape(self.B.shape)

@@ -95,7 +95,8 @@ class _LinearManifold(LinearSSLClassifier):
             raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
         self._check_feature_map()
 
-    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None):
+    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
+            resume=False):
         """Build the kNN graph on the rows of ``X`` (unless ``graph`` is given) and fit.
 
         Parameters
@@ -105,7 +106,7 @@ class _LinearManifold(LinearSSLClassifier):
             Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
         graph : Graph, optional
             A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`).
-        sample_weight, coef_init
+        sample_weight, coef_init, resume
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
@@ -116,7 +117,8 @@ class _LinearManifold(LinearSSLClassifier):
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         self._graph_in = graph
         try:
-            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init)
+            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init,
+                               resume=resume)
         finally:
             self._graph_in = None
 
@@ -187,6 +189,12 @@ class LinearLapRLS(_LinearManifold):
         As in :class:`L2SVM`.
     random_state : int or None
         Seeds the kNN indexes and the landmarks.
+    checkpoint : str, optional
+        Local path or fsspec URL of a directory where the CG solve (large d) saves its state
+        (iterate, residual, direction, iteration counts) every ``CG_EVERY`` = 10 iterations and
+        when it stops, atomically (:class:`~dask_ssl.loop.CGCheckpoint`). ``fit(...,
+        resume=True)`` continues a killed solve from there, along the same iterates; a state
+        saved for other data or parameters is refused. The Gram path (one Cholesky) ignores it.
 
     Attributes
     ----------
@@ -204,6 +212,38 @@ class LinearLapRLS(_LinearManifold):
         Whether the data rows moved to line up with the graph's blocks.
     feature_map_ : NystromFeatures or None
     """
+
+    def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
+                 weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
+                 search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
+                 landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
+                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None,
+                 checkpoint=None):
+        super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, n_neighbors=n_neighbors,
+                         metric=metric, weights=weights, t=t, symmetrize=symmetrize,
+                         normalized=normalized, p=p, partition=partition,
+                         search_epsilon=search_epsilon, kernel=kernel,
+                         kernel_params=kernel_params, n_components=n_components,
+                         landmarks=landmarks, tol=tol, max_iter=max_iter,
+                         fit_intercept=fit_intercept, solver=solver, unlabeled=unlabeled,
+                         client=client, n_blocks=n_blocks, random_state=random_state)
+        self.checkpoint = checkpoint
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.checkpoint is not None and not isinstance(self.checkpoint, str):
+            raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
+
+    def _cg_checkpoint(self, product, R):
+        """The CG state's checkpoint, identified by the right-hand side and ``A`` times a fixed
+        probe (one more product): the data, the graph and the parameters of the system."""
+        if self.checkpoint is None:
+            return None
+        from ..loop.cg import CGCheckpoint
+
+        probe = np.random.default_rng(0).standard_normal((R.shape[0], 1))
+        return CGCheckpoint(self.checkpoint, {"rhs": R, "probe": product(probe)},
+                            resume=self._resume)
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         dg = self._dg
@@ -227,14 +267,20 @@ class LinearLapRLS(_LinearManifold):
 
             products = [0]
 
-            def product(P):
-                products[0] += 1
+            def apply(P):
                 return gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c"))
 
+            def product(P):
+                products[0] += 1
+                return apply(P)
+
+            checkpoint = self._cg_checkpoint(apply, R)
             system = LocalSystem(product, R, None if coef_init is None else coef_init.T)
             trips = blocks.round_trips
-            res = block_cg(system, tol=self.tol, maxiter=self.max_iter)
-            self.round_trips_per_iter_ = (blocks.round_trips - trips) / products[0]
+            res = block_cg(system, tol=self.tol, maxiter=self.max_iter, checkpoint=checkpoint)
+            # a resumed solve that had already stopped makes no product
+            self.round_trips_per_iter_ = ((blocks.round_trips - trips) / products[0]
+                                          if products[0] else None)
             W = system.solution()
             AW = product(W)
             n_iter = res.n_iter.tolist()

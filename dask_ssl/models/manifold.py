@@ -16,7 +16,9 @@ term, as in Melacci and Belkin's primal LapSVM). Prediction on any row is
 Solvers: ``"direct"`` gathers the rows and the graph on the driver and solves dense
 (``O(n^3)``; one LU factorization for every class column of LapRLS and of the LapSVM dual);
 ``"primal"`` is the distributed solver of :mod:`dask_ssl.kernels.primal` (kernel row blocks on
-the workers, early stopping) for the same objective.
+the workers, early stopping) for the same objective. With ``n_components=m`` neither: the rows
+are mapped to m Nystrom features on the workers and the linear estimators solve the same
+objective there (:mod:`._nystrom_manifold`); the model is an expansion over the m landmarks.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ from ..graph.knn import check_knn_params
 from ..graph.weights import Graph, knn_graph
 from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import GRAPH_NORMALIZATIONS, graph_term_weight
+from ..kernels.nystrom import NystromFeatures
 from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import check_finite_local, encode_labels, to_blocks
+from ._nystrom_manifold import blocks_rbf_gamma, fit_nystrom
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -98,7 +102,8 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
                  n_neighbors="auto", metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="auto", tol=1e-6, max_iter=200, early_stopping=True, search_epsilon=0.1,
-                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
+                 n_components=None, landmarks="uniform", unlabeled=-1, client=None,
+                 n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.kernel = kernel
@@ -116,6 +121,8 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.early_stopping = early_stopping
         self.search_epsilon = search_epsilon
+        self.n_components = n_components
+        self.landmarks = landmarks
         self.unlabeled = unlabeled
         self.client = client
         self.n_blocks = n_blocks
@@ -136,6 +143,15 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
         if self._loss() not in self._LOSSES:
             raise ValueError(f"loss must be one of {self._LOSSES}, got {self._loss()!r}")
+        if self.n_components is not None:
+            NystromFeatures(kernel=self.kernel, kernel_params=self.kernel_params,
+                            n_components=self.n_components, landmarks=self.landmarks).check_params()
+            if self._loss() == "hinge":
+                raise ValueError("n_components fits the squared hinge in Nystrom feature space; "
+                                 "the hinge loss needs the exact expansion (n_components=None)")
+            if self.solver != "auto":
+                raise ValueError(f"solver={self.solver!r} applies to the exact expansion; with "
+                                 "n_components the linear solver is chosen by the feature count")
 
     def _loss(self) -> str:
         return self._LOSSES[0]
@@ -184,6 +200,12 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         if graph is None and self.n_neighbors != "auto":
             check_knn_params(n_rows, self.n_neighbors, self.metric)
+        if self.n_components is not None:
+            if self.n_components > n_rows:
+                raise ValueError(f"n_components={self.n_components} exceeds the {n_rows} rows")
+            self._fit_nystrom(X, y, codes, graph)
+            self.fit_seconds_ = time.perf_counter() - t0
+            return self
         solver = self.solver
         if solver == "auto":
             solver = "direct" if n_rows <= DIRECT_MAX_ROWS or self._loss() == "hinge" else "primal"
@@ -219,6 +241,7 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         else:
             fitted = self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
         chosen = fitted.pop("graph_setting")
+        self.landmark_indices_ = self.n_components_ = None
         self.graph_ = graphs[chosen[0]]
         self.diagnostics_ = graph_diagnostics(self.graph_)
         warn_graph(self.diagnostics_, labeled)
@@ -237,6 +260,36 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         self.transduction_ = self._labels_from_scores(scores)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _fit_nystrom(self, X, y, codes, graph) -> None:
+        """The fit in Nystrom feature space (see :mod:`._nystrom_manifold`): the rows stay on
+        the workers, the model is an expansion over the landmarks."""
+        client = get_client(self.client)
+        blocks = to_blocks(X, client, self.n_blocks)
+        kparams = dict(self.kernel_params or {})
+        if self.kernel == "rbf" and "gamma" not in kparams:
+            kparams["gamma"] = blocks_rbf_gamma(blocks, WIDTH_NEIGHBORS, WIDTH_FACTOR,
+                                                _WIDTH_SAMPLE)
+        setting = self._graph_candidates(blocks.n_rows, graph)[0]
+        if graph is None:
+            graph = knn_graph(blocks, setting[0], metric=self.metric, weights=self.weights,
+                              t=self.t, symmetrize=self.symmetrize,
+                              search_epsilon=self.search_epsilon, random_state=self.random_state)
+        weight = self._weight(graph)
+        fitted = fit_nystrom(self, blocks, y, graph, setting, kparams, weight, client)
+        for key, value in fitted.items():
+            setattr(self, key, value)
+        self.graph_ = graph
+        self.diagnostics_ = graph_diagnostics(graph)
+        warn_graph(self.diagnostics_, codes >= 0)
+        self.n_neighbors_, self.p_ = setting
+        self.selection_ = []
+        self.kernel_params_ = kparams
+        self.gamma_I_effective_ = weight
+        self.n_features_in_ = blocks.n_features
+        self.n_labeled_ = int((codes >= 0).sum())
+        self.data_shape_ = (blocks.n_rows, blocks.n_features)
+        self.transduction_ = self._labels_from_scores(self.decision_function(blocks))
 
     def _weight(self, graph) -> float:
         total = 0.0
@@ -355,6 +408,8 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
                           points_indptr=P.indptr, points_shape=np.asarray(P.shape))
         else:
             arrays["points"] = P
+        if getattr(self, "landmark_indices_", None) is not None:
+            arrays["landmark_indices"] = self.landmark_indices_
         return arrays
 
     def _restore(self, arrays: dict, doc: dict) -> None:
@@ -364,6 +419,7 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             self.expansion_points_ = sp.csr_matrix(
                 (arrays["points_data"], arrays["points_indices"], arrays["points_indptr"]),
                 shape=tuple(arrays["points_shape"]))
+        self.landmark_indices_ = arrays.get("landmark_indices")
         self.dual_coef_ = arrays["dual_coef"]
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
@@ -460,6 +516,22 @@ class LapRLS(_ManifoldClassifier):
     early_stopping : bool, default True
         Primal solver: stop a solve once the signs of f on the unlabeled rows stop changing
         (Melacci and Belkin's rule; see :mod:`dask_ssl.kernels.primal`), before ``tol``.
+    n_components : int or None, default None
+        None: the exact expansion over all ``n`` training rows (the thesis' ``alpha``). An int
+        ``m``: Nystrom features ``Z = K(X, landmarks) K_mm^-1/2`` computed on the workers and the
+        fit of :class:`LinearLapRLS` (:class:`LinearLapSVM` for LapSVM) on them, with the same
+        graph, kernel and kernel parameters and ``gamma_A' = gamma_A``, ``gamma_I' =
+        gamma_I_eff`` (the linear estimators apply no normalization; their objective is half
+        of this one, :mod:`dask_ssl.models._nystrom_manifold`). The model is the expansion
+        ``f(x) = sum_j alpha_j K(z_j, x)`` over the ``m`` landmarks ``z_j``, ``alpha =
+        K_mm^-1/2 w``; with every row a landmark it is the exact solution. Nothing ``n x n``
+        is formed and the rows stay on the workers, so it runs on hundreds of thousands of
+        rows. The graph "auto" settings take the first of ``AUTO_GRAPHS`` (no leave-one-out
+        selection); the RBF width default is the same, computed on the row blocks;
+        ``solver`` must be "auto" (up to ``GRAM_MAX_FEATURES`` components an exact Cholesky
+        solve of the m x m system, CG beyond, ``tol`` and ``max_iter`` its limits).
+    landmarks : {"uniform", "kmeans++"}, default "uniform"
+        How the ``n_components`` landmarks are drawn from the rows (``random_state`` seeds it).
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -479,6 +551,10 @@ class LapRLS(_ManifoldClassifier):
         The coefficient of ``f^T M f`` after normalization.
     n_neighbors_, p_, selection_
         The graph used and, with "auto", the leave-one-out errors of each candidate.
+    landmark_indices_ : ndarray of shape (m,) or None
+        With ``n_components``: the training rows that are the landmarks (the expansion points).
+    n_components_ : int or None
+        With ``n_components``: the Nystrom features kept (the rank of ``K_mm``, at most m).
     transduction_ : ndarray of shape (n,)
     objective_, n_iter_, history_, graph_, diagnostics_, fit_seconds_
     """
@@ -523,10 +599,13 @@ class LapSVM(_ManifoldClassifier):
         (mean of 20 draws) against 1.2% with the squared hinge.
     gamma_A, gamma_I, kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize,
     normalized, p, graph_normalization, solver, tol, max_iter, unlabeled, client, n_blocks,
-    search_epsilon, random_state
+    search_epsilon, n_components, landmarks, random_state
         As in :class:`LapRLS` (``tol`` is also libsvm's stopping tolerance; the "auto" graph
         selection scores candidates by LapRLS's leave-one-out errors, which are exact and
-        cheap, as a proxy). With ``loss="hinge"`` the solver is always direct.
+        cheap, as a proxy). With ``loss="hinge"`` the solver is always direct. With
+        ``n_components`` the loss must be the squared hinge, and the bias is that of
+        :class:`LinearLapSVM`, a constant feature regularized by ``gamma_A`` (``objective_``
+        then holds ``gamma_A b^2`` too; the exact squared-hinge bias is unregularized).
 
     Attributes
     ----------
@@ -539,13 +618,16 @@ class LapSVM(_ManifoldClassifier):
                  kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="auto", tol=1e-6, max_iter=200, early_stopping=True, search_epsilon=0.1,
-                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
+                 n_components=None, landmarks="uniform", unlabeled=-1, client=None,
+                 n_blocks=None, random_state=None):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, kernel=kernel,
                          kernel_params=kernel_params, n_neighbors=n_neighbors, metric=metric,
                          weights=weights, t=t, symmetrize=symmetrize, normalized=normalized,
                          p=p, graph_normalization=graph_normalization, solver=solver, tol=tol,
-                         max_iter=max_iter, search_epsilon=search_epsilon, unlabeled=unlabeled,
-                         client=client, n_blocks=n_blocks, random_state=random_state)
+                         max_iter=max_iter, early_stopping=early_stopping,
+                         search_epsilon=search_epsilon, n_components=n_components,
+                         landmarks=landmarks, unlabeled=unlabeled, client=client,
+                         n_blocks=n_blocks, random_state=random_state)
         self.loss = loss
 
     def _loss(self) -> str:

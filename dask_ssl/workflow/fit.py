@@ -37,10 +37,14 @@ from .progress import Progress
 from .session import CLIError, connect
 
 ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
-              "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM"}
+              "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
+              "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
 ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoint", "gamma_A",
-                   "gamma_I", "kernel", "kernel_params", "n_neighbors", "p", "loss")
+                   "gamma_I", "kernel", "kernel_params", "n_neighbors", "p", "loss",
+                   "n_components", "landmarks")
+#: Flags of the Nystrom feature map: meaningless without a kernel.
+FEATURE_MAP_FLAGS = ("n_components", "landmarks")
 JOB_FILE = "job.json"
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
 _NOT_FLAGS = ("func", "detach", "started")
@@ -106,6 +110,10 @@ def make_estimator(args):
         if flag not in accepted:
             raise CLIError(f"--{flag.replace('_', '-')} does not apply to --algorithm {args.algorithm}")
         params[flag] = value
+    for flag in FEATURE_MAP_FLAGS:
+        if flag in params and params.get("kernel", accepted.get("kernel")) is None:
+            raise CLIError(f"--{flag.replace('_', '-')} sets the Nystrom feature map of a "
+                           f"kernel: give --kernel with --algorithm {args.algorithm}")
     if "verbose" in accepted:
         params["verbose"] = sys.stderr.isatty() or args.verbose
     est = cls(**params)

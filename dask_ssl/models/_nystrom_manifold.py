@@ -1,0 +1,73 @@
+"""LapRLS / LapSVM with ``n_components``: the kernel expansion replaced by Nystrom features.
+
+With ``Z = K(X, landmarks) K_mm^-1/2`` (:class:`~dask_ssl.kernels.nystrom.NystromFeatures`) a
+function ``f = Z w`` has ``||f||_K = ||w||`` on the landmarks' span, so the LapRLS objective
+
+    (1/l) sum_{labeled} V(y_i, f_i) + gamma_A ||f||_K^2 + gamma_I_eff f^T M f
+
+is twice :class:`~dask_ssl.models.LinearLapRLS`'s objective on the features ``Z``,
+
+    gamma_A'/2 ||w||^2 + 1/(2l) sum_{labeled} V(y_i, o_i) + gamma_I'/2 o^T M o,
+
+with ``gamma_A' = gamma_A`` and ``gamma_I' = gamma_I_eff`` (the thesis' ``gamma_I / (u + l)^2``
+by default: the linear estimators take the graph weight as it stands). The linear solution maps
+back to an expansion over the landmarks, ``alpha = K_mm^-1/2 w``, so prediction and the model
+store are those of the exact estimators with the landmarks as expansion points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.exact import exact_block
+from ..kernels.nystrom import NystromFeatures
+from ..linalg import RowBlocks
+from .linear_manifold import LinearLapRLS, LinearLapSVM
+
+
+def _nearest_distances(i, X, offset, k, Q, rows):
+    _, dist = exact_block(X, Q, k, "euclidean", offset, exclude=rows)
+    return dist
+
+
+def blocks_rbf_gamma(blocks: RowBlocks, n_neighbors: int, factor: float, sample: int) -> float:
+    """:func:`~dask_ssl.models.manifold.default_rbf_gamma` computed on the row blocks: the
+    evenly spaced query rows are fetched (one round trip) and each block returns their
+    ``n_neighbors`` nearest distances among its rows (the query row itself excluded), so no
+    block leaves its worker."""
+    n = blocks.n_rows
+    k = min(n_neighbors, n - 1)
+    if k < 1:
+        return 1.0
+    rows = np.unique(np.linspace(0, n - 1, min(n, sample)).astype(np.int64))
+    Q = NystromFeatures._fetch(blocks, rows)
+    parts = blocks.call(_nearest_distances, Q, rows,
+                        per_block=[(int(off), k) for off in blocks.offsets[:-1]])
+    dist = np.sort(np.hstack(parts), axis=1)[:, :k]
+    mean = float(dist.mean())
+    sigma = factor * mean if mean > 0 else 1.0
+    return 1.0 / (2.0 * sigma * sigma)
+
+
+def fit_nystrom(est, blocks: RowBlocks, y, graph, setting, kparams, weight, client) -> dict:
+    """Fit ``est`` (LapRLS or LapSVM with ``n_components``) in Nystrom feature space; returns
+    the fitted attributes of the kernel model (expansion over the landmarks)."""
+    linear = LinearLapRLS if est._loss() == "squared" else LinearLapSVM
+    inner = linear(gamma_A=est.gamma_A, gamma_I=weight, n_neighbors=setting[0] or 1,
+                   metric=est.metric, weights=est.weights, t=est.t, symmetrize=est.symmetrize,
+                   normalized=est.normalized, p=setting[1], search_epsilon=est.search_epsilon,
+                   kernel=est.kernel, kernel_params=kparams, n_components=est.n_components,
+                   landmarks=est.landmarks, tol=est.tol, max_iter=est.max_iter,
+                   # LapRLS has no bias (Eq 2.9); the squared-hinge LapSVM has one (graph term too)
+                   fit_intercept=linear is LinearLapSVM, solver="auto", unlabeled=est.unlabeled,
+                   client=client, random_state=est.random_state)
+    inner.fit(blocks, y, graph=graph)
+    fm = inner.feature_map_
+    objective = 2.0 * np.asarray(inner.objective_, dtype=float)
+    return {"expansion_points_": fm.components_, "landmark_indices_": fm.component_indices_,
+            "n_components_": int(fm.n_features_out_),
+            "dual_coef_": fm.normalization_ @ inner.coef_.T,
+            "intercept_": np.asarray(inner.intercept_, dtype=float),
+            "objective_": float(objective) if objective.ndim == 0 else objective,
+            "n_iter_": inner.n_iter_, "history_": inner.history_,
+            "classes_": inner.classes_}
