@@ -39,6 +39,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import GRAPH_NORMALIZATIONS, graph_term_weight
 from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
+from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import check_finite_local, encode_labels, to_blocks
 
@@ -200,6 +201,7 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         targets = [1] if classes.size == 2 else list(range(classes.size))
         Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == c, 1.0, -1.0))
                              for c in targets])
+        K = None
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
             K = kernel_matrix(points, kernel=self.kernel, kernel_params=kparams)
@@ -207,17 +209,9 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams)
         client = get_client(self.client)
         candidates = self._graph_candidates(n_rows, graph)
-        graphs = {}
-        for k, _ in candidates:
-            if k not in graphs:
-                graphs[k] = graph if k is None else knn_graph(
-                    to_blocks(X, client, self.n_blocks), k, metric=self.metric,
-                    weights=self.weights, t=self.t, symmetrize=self.symmetrize,
-                    search_epsilon=self.search_epsilon, random_state=self.random_state)
-        if solver == "direct":
-            fitted = self._fit_direct(K, graphs, candidates, Y, labeled)
-        else:
-            fitted = self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
+        (graphs, fitted), self.restarts_ = solve_with_restarts(
+            lambda: self._fit_graphs(X, client, graph, candidates, solver, K, Y, labeled,
+                                     kparams), what=type(self).__name__)
         chosen = fitted.pop("graph_setting")
         self.graph_ = graphs[chosen[0]]
         self.diagnostics_ = graph_diagnostics(self.graph_)
@@ -237,6 +231,20 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         self.transduction_ = self._labels_from_scores(scores)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _fit_graphs(self, X, client, graph, candidates, solver, K, Y, labeled, kparams):
+        """The candidate graphs (unless given) and the solve: ``(graphs, fitted)``. Both are on
+        the workers, so a lost worker repeats them (:func:`solve_with_restarts`)."""
+        graphs = {}
+        for k, _ in candidates:
+            if k not in graphs:
+                graphs[k] = graph if k is None else knn_graph(
+                    to_blocks(X, client, self.n_blocks), k, metric=self.metric,
+                    weights=self.weights, t=self.t, symmetrize=self.symmetrize,
+                    search_epsilon=self.search_epsilon, random_state=self.random_state)
+        if solver == "direct":
+            return graphs, self._fit_direct(K, graphs, candidates, Y, labeled)
+        return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
 
     def _weight(self, graph) -> float:
         total = 0.0
