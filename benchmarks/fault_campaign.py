@@ -120,7 +120,10 @@ def _error(exc: BaseException) -> str:
     """The error and where it was raised (the innermost frames)."""
     import traceback
 
-    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    frames = traceback.extract_tb(exc.__traceback__)
+    # the innermost frame and the innermost of dask-ssl's own
+    ours = [f for f in frames if "/dask_ssl/" in f.filename][-8:]
+    frames = ours + [f for f in frames[-1:] if f not in ours]
     where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
     return f"{type(exc).__name__}: {exc} [at {where}]"
 
