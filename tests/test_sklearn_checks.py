@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import estimator_checks_generator, parametrize_with_checks
 
-from dask_ssl.models import (DAS3VM, L2SVM, RLS, TSVM, BranchAndBoundS3VM, ClassDependentLapRLS,
-                             GraphTransduction, KernelDAS3VM, LapRLS, LapSVM, LinearLapRLS,
-                             LinearLapSVM, RegularizedSpectralClustering)
+from dask_ssl.models import DAS3VM, L2SVM, RLS, TSVM, GraphTransduction
 
 _MINUS_ONE_IS_UNLABELED = (
     "-1 marks unlabeled rows (scikit-learn's semi-supervised convention); the check labels a "
@@ -36,15 +34,6 @@ ESTIMATORS = [
             "and normalized per row (LabelSpreading's label distributions): the two need not "
             "rank rows alike"),
     }),
-    # small graphs (the checks' data have 20-100 rows) and a fixed (k, p): no model selection
-    (LapRLS(n_neighbors=3, p=1), {}),
-    (LapSVM(n_neighbors=3, p=1), {}),
-    (LinearLapRLS(n_neighbors=3), {}),
-    (LinearLapSVM(n_neighbors=3), {}),
-    (KernelDAS3VM(T0=0.4), {}),
-    (BranchAndBoundS3VM(max_nodes=2000), {}),
-    (ClassDependentLapRLS(n_neighbors=3), {}),
-    (RegularizedSpectralClustering(n_neighbors=3), {}),
 ]
 
 def _check_name(check) -> str:
