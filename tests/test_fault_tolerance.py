@@ -112,3 +112,23 @@ def test_killed_driver_resumes_to_same_objective(real_cluster, tmp_path):
     got = json.loads((tmp_path / "resumed" / "model.json").read_text())
     assert got["objective"] == pytest.approx(want["objective"], rel=1e-6)
     assert len(got["history"]) == len(want["history"]) > interrupted_at
+
+
+def test_wait_on_a_task_pinned_to_a_dead_worker_raises(real_cluster):
+    # A plain distributed.wait never returns for a task pinned to a worker that died (build_graph
+    # and build_knn hung so under the fault campaign); RowBlocks.wait names the loss instead.
+    import time as _time
+
+    from dask_ssl.linalg import RowBlocks
+    from dask_ssl.linalg.workerstate import StateLost
+
+    cluster = real_cluster(n_workers=2)
+    with Client(cluster.address, set_as_default=False) as client:
+        blocks = RowBlocks.from_array(np.ones((8, 2)), client=client, n_blocks=2)
+        victim = blocks.owners()[0]
+        pinned = client.submit(_time.sleep, 600, workers=[victim], pure=False)
+        cluster.kill_worker_at(client, victim)
+        t0 = time.monotonic()
+        with pytest.raises(StateLost, match="left the cluster"):
+            blocks.wait([pinned])
+        assert time.monotonic() - t0 < 30

@@ -85,6 +85,44 @@ def test_svmlight_specific_errors(tmp_path, text, where):
         read_svmlight(str(path))
 
 
+def test_svmlight_over_long_line_is_refused_without_reading_it(tmp_path):
+    # A 3 GB second line (a sparse file: no disk is used) is refused with the file and line
+    # after reading at most MAX_LINE_BYTES + one chunk of it, not 3 GB into memory.
+    import resource
+
+    from dask_ssl.data import svmlight
+
+    path = tmp_path / "long.svm"
+    with open(path, "wb") as f:
+        f.write(b"1 1:0.5\n1 ")
+        f.seek(3 << 30)
+        f.write(b" 2:1\n-1 1:1\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line 2: the line is longer than "
+                                                   f"{svmlight.MAX_LINE_BYTES} bytes")):
+        read_svmlight(str(path))
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - before
+    assert grown < svmlight.MAX_LINE_BYTES + (512 << 20)
+
+
+def test_svmlight_line_limit_across_chunks(tmp_path, monkeypatch):
+    # With a small limit and chunks: a long line carried across chunk boundaries is found at
+    # its line; lines up to the limit read as usual.
+    from dask_ssl.data import svmlight
+
+    monkeypatch.setattr(svmlight, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(svmlight, "_CHUNK", 16)
+    ok = "".join(f"{(-1) ** i} 1:{i} 2:0.5\n" for i in range(10))
+    path = tmp_path / "a.svm"
+    path.write_text(ok)
+    X, y = read_svmlight(str(path))
+    assert X.shape == (10, 2)
+    long_row = "1 " + " ".join(f"{j}:1" for j in range(1, 30)) + "\n"
+    path.write_text(ok + long_row + ok)
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line 11: the line is longer than 64")):
+        read_svmlight(str(path))
+
+
 def test_svmlight_crlf_reads_like_lf(tmp_path):
     lf, crlf = tmp_path / "lf.svm", tmp_path / "crlf.svm"
     lf.write_bytes(b"1 1:0.5 3:2\n-1 2:1\n0 1:1\n")

@@ -100,3 +100,11 @@ def test_graph_of_another_size_is_refused(client):
     graph, _ = given_graph(X[:30], client)
     with pytest.raises(ValueError, match="graph has 30 rows but X has 40"):
         RegularizedSpectralClustering().fit(X, graph=graph)
+
+
+def test_spectral_clustering_declares_itself_a_transformer():
+    # It has transform(); without TransformerMixin scikit-learn's checks refuse to run on it
+    # ("seems to be a Transformer, but the transformer_tags tag is not set").
+    tags = RegularizedSpectralClustering().__sklearn_tags__()
+    assert tags.transformer_tags is not None
+    assert hasattr(RegularizedSpectralClustering, "fit_transform")

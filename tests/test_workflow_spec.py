@@ -125,6 +125,12 @@ def test_overrides(tmp_path):
                               f"estimator.params.gamma: -2 is not > 0")
     with pytest.raises(WorkflowError, match="expected KEY=VALUE"):
         load_workflow(path, ["gamma"])
+    # a value that is not YAML (here a flow mapping cut short) is named, not a parser traceback
+    with pytest.raises(WorkflowError, match=r"--set estimator.params.checkpoint=\{run_dir\}/c: "
+                                            r"the value is not valid YAML .*quote it"):
+        load_workflow(path, ["estimator.params.checkpoint={run_dir}/c"])
+    wf = load_workflow(path, ["description='{run_dir}/c'"])
+    assert wf.doc["description"] == "{run_dir}/c"
 
 
 def test_cli_refuses_a_broken_workflow_before_any_work(tmp_path, capsys, monkeypatch):

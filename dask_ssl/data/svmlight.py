@@ -32,6 +32,10 @@ from ._numbers import EXACT, MAX_EXACT, POW10, INVALID, convert_flagged, parse_n
 
 _DEFAULT_BLOCK_BYTES = 64 * 2 ** 20
 _WINDOW = 2 ** 16  # bytes read at a time when moving a boundary to the next line start
+#: Longest line read (a row with millions of nonzeros is tens of MB); a longer one is refused
+#: with its file and line before the rest of it is read into memory.
+MAX_LINE_BYTES = 256 << 20
+_CHUNK = 16 << 20  # bytes read at a time by a parsing task
 
 (_OK, _BAD_LABEL, _BAD_TOKEN, _QID, _BAD_INDEX, _INDEX_ZERO, _UNSORTED, _BAD_VALUE,
  _TOO_LARGE) = range(9)
@@ -274,15 +278,48 @@ def _parse_range(url, start, end, n_features, storage_options, cache=None):
     return part
 
 
+def _read_bounded(f, n):
+    """Up to ``n`` bytes of ``f`` (None: to its end), read in chunks; or ``(line, length)``
+    when a line (0-based in what was read) runs past MAX_LINE_BYTES, found after reading at
+    most MAX_LINE_BYTES + one chunk of it, not the whole line."""
+    limit = MAX_LINE_BYTES
+    step = min(_CHUNK, limit)
+    parts, got, run, lines = [], 0, 0, 0
+    while n is None or got < n:
+        chunk = f.read(step if n is None else min(step, n - got))
+        if not chunk:
+            break
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            run += len(chunk)
+        else:
+            # lines inside one chunk are shorter than a chunk; only a line carried across
+            # chunk boundaries can be too long, and it ends at this chunk's first newline
+            if run + chunk.find(b"\n") > limit:
+                return None, (lines, run + chunk.find(b"\n"))
+            lines += chunk.count(b"\n")
+            run = len(chunk) - last - 1
+        if run > limit:
+            return None, (lines, run)
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts), None
+
+
 def _parse_bytes(url, start, end, n_features, storage_options):
     """:func:`_parse_range` without the cache."""
     if end is None:
         with fsspec.open(url, "rb", compression="infer", **storage_options) as f:
-            raw = f.read()
+            raw, long_line = _read_bounded(f, None)
     else:
         with fsspec.open(url, "rb", **storage_options) as f:
             f.seek(start)
-            raw = f.read(end - start)
+            raw, long_line = _read_bounded(f, end - start)
+    if long_line is not None:
+        line, length = long_line
+        return {"error": (line, f"the line is longer than {MAX_LINE_BYTES} bytes (read "
+                                f"{length} without a line end): svmlight holds one row per "
+                                f"line; is this an svmlight file?"), "n_lines": line}
     buf = np.frombuffer(raw, dtype=np.uint8)
     (labels, indptr, indices, data, n_rows, nnz, (flag_pos, flag_s, flag_e), n_lines, max_index,
      ok) = _scan(buf, raw.count(b"\n") + 1, max(raw.count(b":"), 1), n_features)
@@ -345,7 +382,9 @@ def _next_line_start(f, pos, size):
         return 0
     f.seek(pos - 1)
     at = pos - 1
-    while at < size:
+    # past MAX_LINE_BYTES without a newline the block ends with the file: its parser then
+    # refuses the over-long line (and reads no more than the limit of it)
+    while at < min(size, pos + MAX_LINE_BYTES):
         chunk = f.read(_WINDOW)
         if not chunk:
             break

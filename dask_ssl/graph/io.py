@@ -14,7 +14,6 @@ import json
 import fsspec
 import numpy as np
 import scipy.sparse as sp
-from distributed import wait
 
 from .. import __version__
 from ..linalg.rowblocks import RowBlocks
@@ -98,11 +97,7 @@ def load_graph(url: str, data: RowBlocks) -> Graph:
     W = [client.submit(_first, p, workers=[owners[b]], pure=False) for b, p in enumerate(pairs)]
     parts = [client.submit(_second, p, workers=[owners[b]], pure=False)
              for b, p in enumerate(pairs)]
-    with client.as_current():  # wait() alone needs a default client
-        wait(W + parts)
-    for f in W:
-        if f.status == "error":
-            f.result()
+    data.wait(W + parts)
     neigh = Neighbors(data, parts, None, int(doc["n_neighbors"]), doc["metric"])
     return Graph(neigh, RowBlocks(client, W, data.sizes.copy(), data.n_rows, True),
                  doc["weights"], doc["t"], doc["symmetrize"])

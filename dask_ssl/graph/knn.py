@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from distributed import wait
 
 from ..linalg.rowblocks import RowBlocks
 from . import _nndescent as nnd
@@ -428,14 +427,10 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     else:
         u_parts = [None] * B
     live = [f for f in u_parts + indexes if f is not None]
-    with client.as_current():  # wait() alone needs a default client
-        wait([f for f in indexes if f is not None])
-        logger.info("kNN: block indexes built (%.1f s)", time.perf_counter() - t0)
-        wait(live)
+    data.wait(indexes)
+    logger.info("kNN: block indexes built (%.1f s)", time.perf_counter() - t0)
+    data.wait(live)
     logger.info("kNN: searched across blocks (%.1f s)", time.perf_counter() - t0)
-    for f in live:
-        if f.status == "error":
-            f.result()
     if not dups:
         return Neighbors(data, u_parts, indexes, k, metric, None, u_off)
 
@@ -465,8 +460,7 @@ def _build_exact(data: RowBlocks, k: int, metric: str) -> Neighbors:
     blocks = [(b, int(o)) for b, o in zip(data.blocks, data.offsets[:-1])]
     parts = data.submit(_exact_own, k, metric, blocks,
                         per_block=[(int(o),) for o in data.offsets[:-1]])
-    with data.client.as_current():  # wait() alone needs a default client
-        wait(parts)
+    data.wait(parts)
     return Neighbors(data, parts, None, k, metric)
 
 

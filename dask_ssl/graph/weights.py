@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
-from distributed import wait
 
 from ..linalg.rowblocks import RowBlocks
 from .knn import Neighbors, build_knn
@@ -230,11 +229,7 @@ def build_graph(neigh: Neighbors, *, weights: str = "heat", t: float | None = No
     blocks = [client.submit(_symmetric, b, data.blocks[b], directed[b], n, symmetrize,
                             *pieces[b], workers=[owners[b]], allow_other_workers=True,
                             pure=False) for b in range(B)]
-    with client.as_current():  # wait() alone needs a default client
-        wait(blocks)
-    for f in blocks:
-        if f.status == "error":
-            f.result()
+    data.wait(blocks)
     W = RowBlocks(client, blocks, data.sizes.copy(), n, True)
     return Graph(neigh, W, weights, t, symmetrize, widths)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from distributed import wait
 
 from .rowblocks import RowBlocks
 
@@ -51,10 +50,6 @@ def take_rows(blocks: RowBlocks, rows: list, owners: list) -> RowBlocks:
         futures.append(client.submit(_assemble, positions, inverse,
                                      *[blocks.blocks[s] for s in used], workers=[owners[b]],
                                      allow_other_workers=False, pure=False))
-    with client.as_current():
-        wait(futures)
-    for f in futures:
-        if f.status == "error":
-            f.result()
+    blocks.wait(futures)
     sizes = np.array([len(r) for r in rows], dtype=np.int64)
     return RowBlocks(client, futures, sizes, blocks.n_features, blocks.sparse)

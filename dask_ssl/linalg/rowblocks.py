@@ -268,6 +268,19 @@ class RowBlocks:
         (:class:`StateLost` if one of those workers left)."""
         return self._bounded(lambda: self.client._gather(futures))
 
+    def wait(self, futures: list) -> None:
+        """Wait until ``futures`` (tasks pinned to the blocks' workers) are done, with
+        :meth:`map`'s bounded wait, and raise the first task error. A plain ``wait`` would
+        hang on a task pinned to a worker that died (it can never run): this raises
+        :class:`StateLost` instead."""
+        from distributed.client import _wait
+
+        futures = [f for f in futures if f is not None]
+        self._bounded(lambda: _wait(futures))
+        for f in futures:
+            if f.status == "error":
+                f.result()
+
     def _bounded(self, make_awaitable):
         """Run ``make_awaitable()`` on the client's loop until done, checking every
         POLL_SECONDS that the blocks' workers are alive. A bounded wait, not wait-then-gather:

@@ -17,22 +17,14 @@ uninterrupted run reaches.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 import time
 
-from distributed.client import FutureCancelledError
-from distributed.scheduler import KilledWorker
-
-from ..linalg.workerstate import StateLost
+from ..linalg.recovery import RECOVERABLE
 from .checkpoint import load_checkpoint, save_checkpoint
 
 log = logging.getLogger(__name__)
-
-#: What a lost worker can surface as in the driver: our own check, Dask's verdict on a task,
-#: a cancelled future, or a connection closed mid-transfer (CommClosedError is an OSError).
-RECOVERABLE = (StateLost, KilledWorker, FutureCancelledError, asyncio.CancelledError, OSError)
 
 
 class StageLoop:

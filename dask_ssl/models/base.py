@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from ..cluster import get_client
 from ..linalg import RowBlocks, workerstate
 from ..linalg.mfn import MFNSolver, ws_init
+from ..linalg.recovery import solve_with_restarts
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
@@ -149,7 +150,6 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         classes, codes = encode_labels(y, n_rows_of(X), marker)
         weights = check_sample_weight(sample_weight, codes)
         client = get_client(self.client)
-        blocks = to_blocks(X, client, self.n_blocks)
         fit_part = getattr(self, "_fit_binary", None)  # absent where _fit_targets is whole
         if self._semi_supervised and self._supervised_fallback and not (codes < 0).any():
             warnings.warn(f"y has no unlabeled rows (marker {marker!r}): {type(self).__name__} "
@@ -157,6 +157,40 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             fit_part = self._fit_supervised
         n_labeled = int((codes >= 0).sum())
         targets = [1] if classes.size == 2 else list(range(classes.size))
+        # The stage loops restore their own snapshots; a worker lost anywhere else (input
+        # check, feature map, graph, a solve without stages) repeats the fit's worker part.
+        (blocks, results, order), restarts = solve_with_restarts(
+            lambda: self._fit_on_workers(X, client, codes, weights, targets, coef_init,
+                                         fit_part), what=type(self).__name__)
+        self.restarts_ += restarts
+        W = np.vstack([out["w"] for out in results])
+        objectives = [out["objective"] for out in results]
+        iters = [out["n_iter"] for out in results]
+        histories = [out.get("history", []) for out in results]
+        transductions = [out.get("transduction") for out in results]
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = W[:, :-1].copy(), W[:, -1].copy()
+        else:
+            self.coef_, self.intercept_ = W, np.zeros(W.shape[0])
+        self.classes_ = classes
+        self.n_features_in_ = blocks.n_features
+        self.objective_ = objectives[0] if len(objectives) == 1 else np.array(objectives)
+        self.n_iter_ = iters[0] if len(iters) == 1 else np.array(iters)
+        self.history_ = histories[0] if len(histories) == 1 else histories
+        if self._semi_supervised and all(t is not None for t in transductions):
+            scores = np.column_stack(transductions)
+            if order is not None:
+                scores = scores[np.argsort(order)]
+            self.transduction_ = self._labels_from_scores(scores)
+        self.n_labeled_ = n_labeled
+        self.data_shape_ = (blocks.n_rows, blocks.n_features)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _fit_on_workers(self, X, client, codes, weights, targets, coef_init, fit_part):
+        """Input blocks, feature map, graph (``_prepare``) and the per-target fits:
+        ``(blocks, results, row order)``."""
+        blocks = to_blocks(X, client, self.n_blocks)
         self.feature_map_ = self._fit_feature_map(blocks)
         features = blocks if self.feature_map_ is None else self.feature_map_.transform(blocks)
         dim = features.n_features + (1 if self.fit_intercept else 0)
@@ -182,29 +216,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
                                             fit_part)
         finally:
             self._release(client)
-        W = np.vstack([out["w"] for out in results])
-        objectives = [out["objective"] for out in results]
-        iters = [out["n_iter"] for out in results]
-        histories = [out.get("history", []) for out in results]
-        transductions = [out.get("transduction") for out in results]
-        if self.fit_intercept:
-            self.coef_, self.intercept_ = W[:, :-1].copy(), W[:, -1].copy()
-        else:
-            self.coef_, self.intercept_ = W, np.zeros(W.shape[0])
-        self.classes_ = classes
-        self.n_features_in_ = blocks.n_features
-        self.objective_ = objectives[0] if len(objectives) == 1 else np.array(objectives)
-        self.n_iter_ = iters[0] if len(iters) == 1 else np.array(iters)
-        self.history_ = histories[0] if len(histories) == 1 else histories
-        if self._semi_supervised and all(t is not None for t in transductions):
-            scores = np.column_stack(transductions)
-            if order is not None:
-                scores = scores[np.argsort(order)]
-            self.transduction_ = self._labels_from_scores(scores)
-        self.n_labeled_ = n_labeled
-        self.data_shape_ = (blocks.n_rows, blocks.n_features)
-        self.fit_seconds_ = time.perf_counter() - t0
-        return self
+        return blocks, results, order
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         """One ``fit_part`` (``_fit_binary``, or ``_fit_supervised`` without unlabeled rows)

@@ -34,6 +34,7 @@ from ..graph.system import GraphSystem
 from ..graph.weights import LOCAL, Graph, edge_weights, knn_graph, query_widths
 from ..linalg import RowBlocks
 from ..linalg.block_cg import block_cg
+from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 
@@ -173,31 +174,10 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
             raise ValueError(f"scores_init must have shape {(n_rows, classes.size)}, "
                              f"got {np.shape(scores_init)}")
         client = get_client(self.client)
-        if graph is None:
-            blocks = to_blocks(X, client, self.n_blocks)
-            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric,
-                              weights=self.weights, t=self.t, symmetrize=self.symmetrize,
-                              search_epsilon=self.search_epsilon,
-                              random_state=self.random_state)
         labeled = codes >= 0
-        diag = graph_diagnostics(graph)
-        warn_graph(diag, labeled)
-
-        Ybar = np.zeros((n_rows, classes.size))
-        Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
-        fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
-        has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
-        fidelity[~has_label[diag.labels]] = 1.0
-        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
-                               partition=self.partition)
-        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init,
-                             preconditioner=self.preconditioner)
-        try:
-            result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
-            F = system.solution()
-        finally:
-            system.close()
-            op.close()
+        (graph, diag, F, result), self.restarts_ = solve_with_restarts(
+            lambda: self._solve(X, client, graph, labeled, codes, classes.size, scores_init),
+            what=type(self).__name__)
         if not result.converged.all():
             warnings.warn(f"block CG stopped after {self.max_iter} passes with relative "
                           f"residuals {np.round(result.residual, 8).tolist()} > tol={self.tol}",
@@ -212,6 +192,36 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.graph_ = graph
         self.diagnostics_ = diag
         return self
+
+    def _solve(self, X, client, graph, labeled, codes, n_classes, scores_init):
+        """Graph (unless given), system and block CG: ``(graph, diagnostics, F, result)``.
+        Everything here is on the workers, so a lost worker repeats all of it."""
+        if graph is None:
+            blocks = to_blocks(X, client, self.n_blocks)
+            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric,
+                              weights=self.weights, t=self.t, symmetrize=self.symmetrize,
+                              search_epsilon=self.search_epsilon,
+                              random_state=self.random_state)
+        diag = graph_diagnostics(graph)
+        warn_graph(diag, labeled)
+
+        n_rows = graph.n_rows
+        Ybar = np.zeros((n_rows, n_classes))
+        Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
+        fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
+        has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
+        fidelity[~has_label[diag.labels]] = 1.0
+        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
+                               partition=self.partition)
+        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init,
+                             preconditioner=self.preconditioner)
+        try:
+            result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
+            F = system.solution()
+        finally:
+            system.close()
+            op.close()
+        return graph, diag, F, result
 
     def _neighbor_scores(self, X):
         check_is_fitted(self, "scores_")

@@ -42,6 +42,7 @@ from ..kernels.deformed import GRAPH_NORMALIZATIONS, graph_term_weight
 from ..kernels.nystrom import NystromFeatures
 from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
+from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import check_finite_local, encode_labels, to_blocks
 from ._nystrom_manifold import blocks_rbf_gamma, fit_nystrom
@@ -222,6 +223,7 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         targets = [1] if classes.size == 2 else list(range(classes.size))
         Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == c, 1.0, -1.0))
                              for c in targets])
+        K = None
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
             K = kernel_matrix(points, kernel=self.kernel, kernel_params=kparams)
@@ -229,17 +231,9 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams)
         client = get_client(self.client)
         candidates = self._graph_candidates(n_rows, graph)
-        graphs = {}
-        for k, _ in candidates:
-            if k not in graphs:
-                graphs[k] = graph if k is None else knn_graph(
-                    to_blocks(X, client, self.n_blocks), k, metric=self.metric,
-                    weights=self.weights, t=self.t, symmetrize=self.symmetrize,
-                    search_epsilon=self.search_epsilon, random_state=self.random_state)
-        if solver == "direct":
-            fitted = self._fit_direct(K, graphs, candidates, Y, labeled)
-        else:
-            fitted = self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
+        (graphs, fitted), self.restarts_ = solve_with_restarts(
+            lambda: self._fit_graphs(X, client, graph, candidates, solver, K, Y, labeled,
+                                     kparams), what=type(self).__name__)
         chosen = fitted.pop("graph_setting")
         self.landmark_indices_ = self.n_components_ = None
         self.graph_ = graphs[chosen[0]]
@@ -290,6 +284,20 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         self.n_labeled_ = int((codes >= 0).sum())
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
         self.transduction_ = self._labels_from_scores(self.decision_function(blocks))
+
+    def _fit_graphs(self, X, client, graph, candidates, solver, K, Y, labeled, kparams):
+        """The candidate graphs (unless given) and the solve: ``(graphs, fitted)``. Both are on
+        the workers, so a lost worker repeats them (:func:`solve_with_restarts`)."""
+        graphs = {}
+        for k, _ in candidates:
+            if k not in graphs:
+                graphs[k] = graph if k is None else knn_graph(
+                    to_blocks(X, client, self.n_blocks), k, metric=self.metric,
+                    weights=self.weights, t=self.t, symmetrize=self.symmetrize,
+                    search_epsilon=self.search_epsilon, random_state=self.random_state)
+        if solver == "direct":
+            return graphs, self._fit_direct(K, graphs, candidates, Y, labeled)
+        return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
 
     def _weight(self, graph) -> float:
         total = 0.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 
 from ..kernels import check_kernel, kernel_matrix
 from ._graph_kernel import check_graph_settings, graph_laplacian
@@ -25,7 +25,7 @@ class _KernelGraphModel(BaseEstimator):
         return expansion_scores(self, X)
 
 
-class RegularizedSpectralClustering(ClusterMixin, _KernelGraphModel):
+class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraphModel):
     """Spectral clustering with an RKHS out-of-sample extension (thesis 2.8.1, Eqs 2.25-2.28).
 
     ``f = sum_i alpha_i K(., x_i)`` minimizing ``gamma_A ||f||_K^2 + gamma_I f^T M f`` subject to

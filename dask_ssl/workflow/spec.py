@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
+import yaml
 
 from .schema import workflow_schema
 from .sources import generators
@@ -112,7 +113,12 @@ def validate(data: dict, lines: dict, source: str, overrides: list[str]) -> Work
                                 f"estimator.params.gamma=0.01")
         path = tuple(int(p) if p.isdigit() else p for p in key.strip().split("."))
         try:
-            _assign(data, path, parse_scalar(value))
+            parsed = parse_scalar(value)
+        except yaml.YAMLError as exc:
+            raise WorkflowError(f"--set {item}: the value is not valid YAML ({getattr(exc, 'problem', None) or exc}); "
+                                f"quote it, e.g. {key}='\"{value}\"'") from None
+        try:
+            _assign(data, path, parsed)
         except (TypeError, IndexError, KeyError):
             raise WorkflowError(f"--set {item}: {key} does not name a value in {source}") from None
         origin[path] = f"{source} (--set {item})"

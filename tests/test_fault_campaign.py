@@ -1,0 +1,46 @@
+"""The fast part of the fault campaign (benchmarks/fault_campaign.py): two seeded worker kills
+per estimator of its worker-kill table, on the session's real scheduler and workers.
+
+Each kill comes at a random moment of a fit (uniform over the uninterrupted fit's time, seeded
+by the estimator's name); the fit must reach the uninterrupted objective to 1e-6 (for
+GraphTransduction, the thesis ch. 5 objective of its scores under the uninterrupted graph).
+The full campaign (20 kills each, driver kills, a scheduler restart, a filled memory limit) is
+``python benchmarks/fault_campaign.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("fault_campaign",
+                                               ROOT / "benchmarks" / "fault_campaign.py")
+fc = sys.modules["fault_campaign"] = importlib.util.module_from_spec(_spec)  # for dataclasses
+_spec.loader.exec_module(fc)
+
+KILLS = 2
+
+
+@pytest.fixture(scope="module")
+def campaign_data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("campaign") / "train.svm"
+    fc.write_clusters(path)
+    return path
+
+
+@pytest.mark.parametrize("scenario", fc.worker_kill_table(), ids=lambda s: s.name)
+def test_worker_kills_keep_the_objective(real_cluster, tmp_path, campaign_data, scenario):
+    procs = real_cluster(n_workers=fc.WorkerKillRunner.N_WORKERS)
+    runner = fc.WorkerKillRunner(procs, campaign_data, tmp_path, random.Random(scenario.name))
+    want, ref, seconds = runner.clean(scenario)
+    outcomes = [runner.trial(scenario, k, want, ref, seconds, bound=120) for k in range(KILLS)]
+    details = [(o.kind, o.detail) for o in outcomes]
+    assert all(o.kind in (fc.SURVIVED, fc.MISSED) for o in outcomes), details
+    assert any(o.kind == fc.SURVIVED for o in outcomes), details
