@@ -19,7 +19,16 @@ dependency of dask-ssl), LAMDA-SSL's LapSVM runs beside them in a subprocess for
 ``--lamda-max``: the same rows, labels, kNN graph, RBF kernel, gamma_A and gamma_I (it uses the
 same ``gamma_I / (l + u)^2`` convention, hinge loss, dense inverse of the n x n system, dual by
 ``scipy.optimize.minimize``); its graph term is always ``D - W`` to the power 1, so with
-``--unnormalized --p 1`` all three solve the same equations.
+``--unnormalized --p 1`` all three solve the same equations. A venv where it installs
+(lamda-ssl 1.0.2 reads ``ClassifierMixin._estimator_type``, which recent scikit-learn no longer
+has, so scikit-learn 1.5.2 there; torch pinned to the CPU build so that no CUDA packages come)::
+
+    python3 -m venv .venv-lamda
+    .venv-lamda/bin/pip install torch==2.13.0
+    echo torch==2.13.0 > /tmp/pin.txt
+    .venv-lamda/bin/pip install lamda-ssl==1.0.2 scikit-learn==1.5.2 -c /tmp/pin.txt
+    python benchmarks/bench_manifold.py --sizes 2000 5000 --losses squared_hinge \
+        --lamda-python .venv-lamda/bin/python [--unnormalized --p 1]
 
 Error is on the unlabeled rows. Peak memory is each process's largest resident set
 (``ru_maxrss``): the larger worker, against half of one dense ``n x n`` float64 matrix (the

@@ -145,8 +145,8 @@ def test_kernel_s3vm_workflow_as_shipped_and_with_branch_and_bound(client, tmp_p
     runner must not pass one."""
     path = ROOT / "workflows" / "kernel-s3vm.yaml"
     store = [f"outputs.runs={tmp_path / 'runs'}", f"outputs.model_store={tmp_path / 'models'}",
-             "outputs.performance_report=false", "outputs.plots=false"]
-    wf = load_workflow(path, store)
+             "outputs.performance_report=false"]
+    wf = load_workflow(path, store + ["outputs.plots=false"])
     report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
     assert report["split"]["n_labeled"] == 2 and report["split"]["n_test"] == 50
     assert report["metrics"]["error"] == 0 and report["metrics"]["error_unlabeled"] <= 0.02
@@ -158,3 +158,5 @@ def test_kernel_s3vm_workflow_as_shipped_and_with_branch_and_bound(client, tmp_p
     model = store_for(report["parameters"]).load()
     assert type(model).__name__ == "BranchAndBoundS3VM" and model.dual_coef_.shape == (80, 1)
     assert report["metrics"]["objective"] == model.objective_ > 0
+    # the search's progress (lower bound against nodes evaluated) is plotted like DA's stages
+    assert (Path(report["run_dir"]) / "history.png").read_bytes()[:4] == b"\x89PNG"
