@@ -49,8 +49,9 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
       are the exact node objectives.
 
     On two moons (200 points, one label per class, Table 3.1's setting) this proves the
-    optimum in 500-8,000 nodes, where the depth-first search with the labeling-confidence
-    heuristic of 3.2.2 did not within 100,000 (benchmarks/bench_kernel_s3vm.py).
+    optimum in 460-7,900 nodes per draw (draws 0-9 of benchmarks/bench_kernel_s3vm.py); the
+    depth-first search with the labeling-confidence heuristic of 3.2.2 took 961 nodes on draw
+    7, about 42,000 on draws 1 and 5, and more than 100,000 on draws 0, 3 and 9.
 
     Exponential in the worst case: for small u (tens to a few hundred rows where the clusters
     are well separated and gamma, gamma_u and the kernel width suit them, 3.3). The queue holds
