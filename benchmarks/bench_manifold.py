@@ -14,6 +14,22 @@ fresh 2-worker LocalCluster:
   (LapRLS), and LapSVM by the dual of Eq 2.19-2.21, ``SVC(kernel="precomputed", C=1/l)`` on
   ``J K (2 gamma_A I + 2 gamma_I L K)^-1 J^T`` (hinge loss, the thesis's solver).
 
+With ``--lamda-python`` (the interpreter of a venv where LAMDA-SSL installs; it is no
+dependency of dask-ssl), LAMDA-SSL's LapSVM runs beside them in a subprocess for n up to
+``--lamda-max``: the same rows, labels, kNN graph, RBF kernel, gamma_A and gamma_I (it uses the
+same ``gamma_I / (l + u)^2`` convention, hinge loss, dense inverse of the n x n system, dual by
+``scipy.optimize.minimize``); its graph term is always ``D - W`` to the power 1, so with
+``--unnormalized --p 1`` all three solve the same equations. A venv where it installs
+(lamda-ssl 1.0.2 reads ``ClassifierMixin._estimator_type``, which recent scikit-learn no longer
+has, so scikit-learn 1.5.2 there; torch pinned to the CPU build so that no CUDA packages come)::
+
+    python3 -m venv .venv-lamda
+    .venv-lamda/bin/pip install torch==2.13.0
+    echo torch==2.13.0 > /tmp/pin.txt
+    .venv-lamda/bin/pip install lamda-ssl==1.0.2 scikit-learn==1.5.2 -c /tmp/pin.txt
+    python benchmarks/bench_manifold.py --sizes 2000 5000 --losses squared_hinge \
+        --lamda-python .venv-lamda/bin/python [--unnormalized --p 1]
+
 Error is on the unlabeled rows. Peak memory is each process's largest resident set
 (``ru_maxrss``): the larger worker, against half of one dense ``n x n`` float64 matrix (the
 issue's target), and the dense process. Hyperparameters in the thesis's convention:
@@ -23,9 +39,14 @@ issue's target), and the dense process. Hyperparameters in the thesis's conventi
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
+import os
 import resource
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import scipy.linalg
@@ -46,10 +67,10 @@ def labeled_rows(y, fraction, rng):
     return lab
 
 
-def laplacian_power(W, p):
+def laplacian_power(W, p, normed=True):
     from scipy.sparse.csgraph import laplacian
 
-    L = sp.csr_matrix(laplacian(W, normed=True))
+    L = sp.csr_matrix(laplacian(W, normed=normed))
     M = L
     for _ in range(p - 1):
         M = M @ L
@@ -66,7 +87,7 @@ def dense_solve(loss, X, y, lab, W, args, out):
     n, l = X.shape[0], int(lab.sum())
     gA, gI = args.gamma_A, args.gamma_I / n ** 2
     K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": args.rbf_gamma})
-    MK = laplacian_power(W, args.p) @ K
+    MK = laplacian_power(W, args.p, not args.unnormalized) @ K
     Y = y * lab
     if loss == "squared":
         A = MK  # overwritten: J K + gamma_A l I + gamma_I l M K
@@ -100,6 +121,23 @@ def run_dense(loss, X, y, lab, W, args):
         return q.get()
     finally:
         proc.join()
+
+
+def run_lamda(X, y, lab, W, args):
+    """LAMDA-SSL's LapSVM in its own interpreter (benchmarks/_lamda_peer.py): a dict with
+    time, error and peak_mib, or the reason it failed."""
+    W = sp.csr_matrix(W)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "problem.npz"
+        np.savez(path, X=X, y=y, labeled=lab, w_data=W.data, w_indices=W.indices,
+                 w_indptr=W.indptr, rbf_gamma=args.rbf_gamma, gamma_A=args.gamma_A,
+                 gamma_I=args.gamma_I)
+        script = Path(__file__).with_name("_lamda_peer.py")
+        proc = subprocess.run([args.lamda_python, str(script), str(path)], capture_output=True,
+                              text=True, timeout=args.lamda_timeout)
+    if proc.returncode != 0:
+        return {"failed": proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def worker_peaks(client):
@@ -145,7 +183,7 @@ def run_primal(n, X, y, lab, args, losses):
                              dtype=args.dtype)
             k_time = time.perf_counter() - t
             res = solve_primal(data, graph, Y, lab, kernel_blocks=K, gamma_A=args.gamma_A,
-                               gamma_I=args.gamma_I / n ** 2, loss=loss, normalized=True,
+                               gamma_I=args.gamma_I / n ** 2, loss=loss, normalized=not args.unnormalized,
                                p=args.p, tol=args.tol, max_iter=args.max_iter, client=client,
                                early_stopping=not args.no_early_stopping)
             total = time.perf_counter() - t
@@ -178,12 +216,17 @@ def main():
     ap.add_argument("--dense-max", type=int, default=20000,
                     help="largest n for the dense solves (0: none)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--unnormalized", action="store_true",
+                    help="graph term with L = D - W (default: the normalized Laplacian)")
+    ap.add_argument("--lamda-python", help="python of a venv with LAMDA-SSL: run its LapSVM too")
+    ap.add_argument("--lamda-max", type=int, default=5000, help="largest n for LAMDA-SSL")
+    ap.add_argument("--lamda-timeout", type=float, default=3600.0, help="seconds per LAMDA run")
     args = ap.parse_args()
 
     from dask_ssl.data.generators import g50c
 
     print(f"g50c-like, {args.labeled:.0%} labeled, RBF gamma {args.rbf_gamma}, k = {args.k}, "
-          f"p = {args.p}, gamma_A = {args.gamma_A}, gamma_I = {args.gamma_I}/n^2, "
+          f"p = {args.p} ({'D - W' if args.unnormalized else 'normalized'}), gamma_A = {args.gamma_A}, gamma_I = {args.gamma_I}/n^2, "
           f"tol {args.tol}, {args.dtype} kernel rows, early stopping "
           f"{'off' if args.no_early_stopping else 'on'}")
     header = (f"{'n':>6} {'loss':<14} {'graph s':>8} {'primal s':>9} {'(K rows s)':>10} "
@@ -204,6 +247,19 @@ def main():
                   f"{r['iters']:6d} {r['trips']:6d} {100 * r['error']:6.2f} {r['peak_mib']:9.0f} "
                   f"{half:11.0f} {d}", flush=True)
         print(f"{'':6} worker peaks MiB: at start {base}, after the graph {after_graph}")
+        if args.lamda_python and n <= args.lamda_max:
+            try:
+                peer = run_lamda(X, y, lab, W, args)
+            except subprocess.TimeoutExpired:
+                peer = {"failed": [f"past --lamda-timeout {args.lamda_timeout:.0f} s"]}
+            if "failed" in peer:
+                print(f"{'':6} LAMDA-SSL LapSVM failed: {peer['failed'][0]}")
+            else:
+                print(f"{'':6} LAMDA-SSL LapSVM (hinge, L = D - W, p = 1): {peer['time']:.2f} s, "
+                      f"err {100 * peer['error']:.2f} %, peak {peer['peak_mib']:.0f} MiB")
+        # the host may be shared with other jobs: the load beside the times
+        print(f"{'':6} load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()),
+              flush=True)
 
 
 if __name__ == "__main__":

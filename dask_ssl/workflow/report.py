@@ -15,11 +15,12 @@ from .store import write_json_atomic
 
 _PACKAGES = ("dask-ssl", "dask", "distributed", "numpy", "scipy", "scikit-learn", "numba")
 
-#: Per-stage history keys that are plotted against the stage, each in its own panel.
-_SERIES = ("objective", "switches", "entropy")
+#: Per-stage history keys that are plotted against the stage, each in its own panel
+#: (``bound``: branch and bound's lower bound against the nodes evaluated).
+_SERIES = ("objective", "bound", "switches", "entropy")
 
 #: History keys that say which stage a record belongs to, in order of preference.
-_STAGE_KEYS = ("stage", "newton_step", "T")
+_STAGE_KEYS = ("stage", "newton_step", "T", "node")
 
 
 def versions() -> dict:
