@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import estimator_checks_generator, parametrize_with_checks
 
-from dask_ssl.models import DAS3VM, L2SVM, RLS, TSVM, GraphTransduction
+from dask_ssl.models import (DAS3VM, L2SVM, RLS, TSVM, BranchAndBoundS3VM, ClassDependentLapRLS,
+                             GraphTransduction, KernelDAS3VM, LapRLS, LapSVM, LinearLapRLS,
+                             LinearLapSVM, RegularizedSpectralClustering)
 
 _MINUS_ONE_IS_UNLABELED = (
     "-1 marks unlabeled rows (scikit-learn's semi-supervised convention); the check labels a "
@@ -34,6 +36,14 @@ ESTIMATORS = [
             "and normalized per row (LabelSpreading's label distributions): the two need not "
             "rank rows alike"),
     }),
+    (LapRLS(n_neighbors=3, p=1, solver="direct"), {}),
+    (LapSVM(n_neighbors=3, p=1, solver="direct"), {}),
+    (LinearLapRLS(n_neighbors=3), {}),
+    (LinearLapSVM(n_neighbors=3), {}),
+    (KernelDAS3VM(), {}),
+    (BranchAndBoundS3VM(), {}),
+    (ClassDependentLapRLS(n_neighbors=3), {}),
+    (RegularizedSpectralClustering(n_neighbors=3), {}),
 ]
 
 def _check_name(check) -> str:

@@ -37,7 +37,7 @@ from ..graph.partition import check_partition
 from ..graph.weights import Graph, check_graph_params, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
-from ..linalg.rowblocks import RowBlocks
+from ._input import as_input, n_rows_of
 from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
 from .l2svm import hinge_costs, init_blocks
 
@@ -110,7 +110,8 @@ class _LinearManifold(LinearSSLClassifier):
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
-        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        X = as_input(X)
+        n_rows = n_rows_of(X)
         if graph is None:
             check_knn_params(n_rows, self.n_neighbors, self.metric)
         elif graph.n_rows != n_rows:
