@@ -19,6 +19,11 @@ _MINUS_ONE_IS_UNLABELED = (
     "binary problem -1/+1 for every classifier except scikit-learn's own semi-supervised ones, "
     "which it exempts by name")
 
+_REPEATED_ROW_IS_A_NODE = (
+    "sample_weight scales a row's labeled loss; the graph term is over rows: a row of weight 0 "
+    "stays a node of the kNN graph and a repeated row is a second node (taking neighbour "
+    "slots), so neither removal nor repetition equals a weight")
+
 ESTIMATORS = [
     (L2SVM(), {}),
     (RLS(), {}),
@@ -36,15 +41,30 @@ ESTIMATORS = [
             "and normalized per row (LabelSpreading's label distributions): the two need not "
             "rank rows alike"),
     }),
-    (LapRLS(n_neighbors=3, p=1, solver="direct"), {}),
-    (LapSVM(n_neighbors=3, p=1, solver="direct"), {}),
-    (LinearLapRLS(n_neighbors=3), {}),
-    (LinearLapSVM(n_neighbors=3), {}),
-    (KernelDAS3VM(), {}),
-    (BranchAndBoundS3VM(), {}),
-    (ClassDependentLapRLS(n_neighbors=3), {}),
+    (LapRLS(n_neighbors=3, p=1), {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED}),
+    (LapSVM(n_neighbors=3, p=1), {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED}),
+    (LinearLapRLS(n_neighbors=3), {
+        "check_classifiers_classes": _MINUS_ONE_IS_UNLABELED,
+        "check_sample_weight_equivalence_on_dense_data": _REPEATED_ROW_IS_A_NODE,
+        "check_sample_weight_equivalence_on_sparse_data": _REPEATED_ROW_IS_A_NODE,
+        "check_non_transformer_estimators_n_iter": (
+            "below GRAM_MAX_FEATURES the normal equations are solved by one Cholesky "
+            "factorization and n_iter_ counts CG iterations, 0 there (as Ridge's direct "
+            "solvers, which the check exempts by name)"),
+    }),
+    (LinearLapSVM(n_neighbors=3), {
+        "check_classifiers_classes": _MINUS_ONE_IS_UNLABELED,
+        "check_sample_weight_equivalence_on_dense_data": _REPEATED_ROW_IS_A_NODE,
+        "check_sample_weight_equivalence_on_sparse_data": _REPEATED_ROW_IS_A_NODE,
+    }),
+    (KernelDAS3VM(), {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED}),
+    (BranchAndBoundS3VM(), {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED}),
+    # n_neighbors=2: each one-vs-rest side has its own graph, and the smallest class of
+    # check_fit2d_1feature has 3 rows
+    (ClassDependentLapRLS(n_neighbors=2), {}),
     (RegularizedSpectralClustering(n_neighbors=3), {}),
 ]
+
 
 def _check_name(check) -> str:
     while hasattr(check, "func"):

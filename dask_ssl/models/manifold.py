@@ -47,6 +47,7 @@ from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 from ._nystrom_manifold import blocks_rbf_gamma, fit_nystrom
+from ._pickle import PicklesWithoutGraph
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -95,7 +96,7 @@ def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
     return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
 
 
-class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
+class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
     """Shared fit / predict / persistence of LapRLS and LapSVM (see the subclasses)."""
 
     _LOSSES: tuple = ()

@@ -100,7 +100,8 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
         check_count("n_components", self.n_components)
         X = dense_rows(X)
         if self.n_components > X.shape[0] - 2:
-            raise ValueError(f"n_components must be at most n - 2 = {X.shape[0] - 2}")
+            raise ValueError(f"n_components={self.n_components} must be at most n - 2 = "
+                             f"{X.shape[0] - 2} (n_samples={X.shape[0]})")
         check_graph_settings(self, X.shape[0])
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         M = graph_laplacian(self, X, graph)
