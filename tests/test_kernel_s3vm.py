@@ -103,6 +103,23 @@ def test_gamma_u_zero_is_kernel_l2_svm_on_the_labels():
     assert est.objective_ == pytest.approx(ref.fun, rel=1e-8)
 
 
+@pytest.mark.parametrize("cls", [KernelDAS3VM, BranchAndBoundS3VM])
+@pytest.mark.parametrize("loss", ["l2", "sqr"])
+def test_no_unlabeled_rows_fit_the_supervised_kernel_model_with_a_warning(cls, loss):
+    # the objective without its unlabeled term: gamma_u = 0 on the same labeled rows
+    X, y = small_problem()
+    lab = y >= 0
+    params = dict(loss=loss, gamma=0.05, kernel_params={"gamma": 0.3}, tol=1e-12)
+    ref = KernelDAS3VM(gamma_u=0.0, **params).fit(X, y)
+    with pytest.warns(UserWarning, match="no unlabeled rows.*supervised kernel "
+                      + ("L2-SVM" if loss == "l2" else "RLS")):
+        est = cls(**params).fit(X[lab], y[lab])
+    Xt = np.random.default_rng(5).normal(size=(30, 3))
+    np.testing.assert_allclose(est.decision_function(Xt), ref.decision_function(Xt), atol=1e-8)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-8)
+    np.testing.assert_array_equal(est.transduction_, y[lab])
+
+
 class Interrupt(Exception):
     pass
 
@@ -164,15 +181,12 @@ def test_multiclass_one_vs_rest_and_model_store(tmp_path):
     ({"loss": "hinge"}, None, "loss must be one of"),
     ({"pos_fraction": 1.5}, None, "pos_fraction must be in"),
     ({}, "nan", "non-finite value"),
-    ({}, "all labeled", "needs unlabeled rows"),
     ({}, "one class", "only one labeled class"),
 ])
 def test_bad_input_is_refused_before_work(cls, params, data, match, tmp_path):
     X, y = small_problem()
     if data == "nan":
         X[3, 1] = np.nan
-    elif data == "all labeled":
-        y = (X[:, 0] > 0).astype(int)
     elif data == "one class":
         y = np.where(y >= 0, 1, -1)
     with pytest.raises(ValueError, match=match):

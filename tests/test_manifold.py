@@ -1,5 +1,7 @@
 """LapRLS, LapSVM and the deformed kernel against dense solves, scikit-learn and the seeds."""
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -164,6 +166,18 @@ def test_model_store_round_trip_and_predict(client, tmp_path):
     with pytest.raises(ValueError, match="callable kernel"):
         save_model(est, tmp_path / "callable")
     assert not (tmp_path / "callable").exists()
+
+
+def test_pickle_leaves_out_the_worker_held_graph_only(client):
+    X, y, _, graph = small_problem(client)
+    for cls in (LapRLS, LapSVM):
+        est = cls(gamma_A=1e-3, gamma_I=10.0, p=1, client=client).fit(X, y, graph=graph)
+        est.client = None  # a Client does not pickle
+        back = pickle.loads(pickle.dumps(est))
+        assert not hasattr(back, "graph_")
+        assert est.graph_ is graph  # the fitted estimator keeps its graph
+        np.testing.assert_allclose(back.decision_function(X), est.decision_function(X),
+                                   rtol=1e-12)
 
 
 def test_sparse_rows_fit_and_store(client, tmp_path):

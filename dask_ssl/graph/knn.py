@@ -85,7 +85,7 @@ def check_knn_params(n_rows: int, n_neighbors, metric: str) -> None:
         raise ValueError(f"n_neighbors must be a positive integer, got {n_neighbors!r}")
     if n_neighbors >= n_rows:
         raise ValueError(f"n_neighbors={n_neighbors} must be smaller than the number of rows "
-                         f"({n_rows})")
+                         f"(n_samples={n_rows})")
 
 
 def prepare_rows(X, metric: str):

@@ -14,22 +14,26 @@ without a bias (Eq 3.9).
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ..kernels import check_kernel, kernel_matrix
 from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
 from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
-from ._input import check_finite_local, encode_labels
+from ._input import check_local, encode_labels
 from ._s3vm import check_s3vm_params
 from .base import OneVsRestLabels, check_positive, fitted_info, restore_info
 
 LOSSES = ("l2", "sqr")
+#: The supervised estimator each loss gives without unlabeled rows.
+_SUPERVISED = {"l2": "L2-SVM", "sqr": "RLS"}
 
 
 def half_loss(t: np.ndarray, loss: str) -> np.ndarray:
@@ -147,23 +151,21 @@ def check_count(name, value, low=1) -> None:
 
 def dense_rows(X) -> np.ndarray:
     """X as a finite two-dimensional float64 array on the driver (sparse input and row blocks
-    on the workers are gathered and densified)."""
+    on the workers are gathered and densified); complex, string and ragged input is refused."""
     if isinstance(X, RowBlocks):
         parts = X.client.gather(X.blocks)
         X = sp.vstack(parts) if sp.issparse(parts[0]) else np.vstack(parts)
-    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape})")
-    check_finite_local(X)
-    return X
+    X = check_local(X)
+    return X.toarray() if sp.issparse(X) else X
 
 
 def expansion_scores(est, X) -> np.ndarray:
     """``K(X, X_fit) alpha`` of a fitted kernel expansion (``X_fit_``, ``dual_coef_``)."""
-    if not hasattr(est, "dual_coef_"):
-        raise ValueError(f"this {type(est).__name__} is not fitted yet; call fit first")
+    check_is_fitted(est, "dual_coef_")
+    if not isinstance(X, RowBlocks):
+        # scikit-learn's check of the feature count (and names), with its message
+        X = validate_data(est, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                          ensure_all_finite=False)
     X = dense_rows(X)
     if X.shape[1] != est.X_fit_.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features; the model expects {est.X_fit_.shape[1]}")
@@ -181,6 +183,11 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
     the kernel matrix is computed once for all classes.
     """
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified on the driver
+        return tags
+
     def _check_common(self) -> None:
         check_positive("gamma", self.gamma)
         check_s3vm_params(self)
@@ -195,20 +202,29 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         X : array, sparse matrix or RowBlocks, shape (n, d)
             All training rows (the expansion points of the result), gathered dense.
         y : array of shape (n,)
-            Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled.
+            Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled. Without
+            unlabeled rows the supervised kernel L2-SVM (RLS for ``loss="sqr"``) is fitted,
+            with a warning: the objective without its unlabeled term.
         resume : bool, default=False
             Continue from the estimator's ``checkpoint`` (estimators with one only).
         """
         t0 = time.perf_counter()
         self._check_params()
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None")
         if resume and getattr(self, "checkpoint", None) is None:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         self._resume = resume
         X = dense_rows(X)
         marker = -1 if self.unlabeled is None else self.unlabeled
         classes, codes = encode_labels(y, X.shape[0], marker)
+        fit_part = self._fit_binary
         if not (codes < 0).any():
-            raise ValueError(f"{type(self).__name__} needs unlabeled rows (marked {marker!r} in y)")
+            warnings.warn(f"y has no unlabeled rows (marker {marker!r}): {type(self).__name__} "
+                          f"fits the supervised kernel {_SUPERVISED[self.loss]} on them",
+                          UserWarning, stacklevel=2)
+            fit_part = self._fit_supervised
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         targets = [1] if classes.size == 2 else list(range(classes.size))
         self._shared = {}
@@ -219,7 +235,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
             for k, cls in enumerate(targets):
                 self._part = (k, len(targets))
                 yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
-                outs.append(self._fit_binary(K, yk))
+                outs.append(fit_part(K, yk))
         del self._shared
         self.classes_ = classes
         self.X_fit_ = X
@@ -239,6 +255,15 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
             setattr(self, name, values[0] if one else np.column_stack(values))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _fit_supervised(self, K, y) -> dict:
+        """Every row labeled: the objective without its unlabeled term, minimized directly
+        (the kernel L2-SVM, or kernel RLS for ``loss="sqr"``, with costs ``1/l``)."""
+        c = 1.0 / y.size
+        alpha, _, objective, n_iter = fit_weighted(
+            K, np.where(y > 0, c, 0.0), np.where(y < 0, c, 0.0), self.gamma, self.loss,
+            tol=self.tol, max_iter=self.max_iter)
+        return {"alpha": alpha, "objective": objective, "n_iter": n_iter, "transduction": y}
 
     # prediction --------------------------------------------------------------------------
     def decision_function(self, X):

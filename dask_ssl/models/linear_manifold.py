@@ -37,7 +37,8 @@ from ..graph.partition import check_partition
 from ..graph.weights import Graph, check_graph_params, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
-from ..linalg.rowblocks import RowBlocks
+from ._input import as_input, n_rows_of
+from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
 from .l2svm import hinge_costs, init_blocks
 
@@ -47,7 +48,7 @@ def _check_int(name, value):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-class _LinearManifold(LinearSSLClassifier):
+class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     """What LinearLapRLS and LinearLapSVM share: parameters, the graph, the lined-up rows."""
 
     #: With every row labeled the graph term still shapes w: no fallback to the plain L2-SVM.
@@ -110,7 +111,8 @@ class _LinearManifold(LinearSSLClassifier):
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
-        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        X = as_input(X)
+        n_rows = n_rows_of(X)
         if graph is None:
             check_knn_params(n_rows, self.n_neighbors, self.metric)
         elif graph.n_rows != n_rows:

@@ -31,6 +31,7 @@ from scipy.linalg import lu_factor, lu_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neighbors import NearestNeighbors
 from sklearn.svm import SVC
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
 from ..graph.dense import regularizer_matrix
@@ -44,8 +45,9 @@ from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
-from ._input import check_finite_local, encode_labels, to_blocks
+from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 from ._nystrom_manifold import blocks_rbf_gamma, fit_nystrom
+from ._pickle import PicklesWithoutGraph
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -94,7 +96,7 @@ def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
     return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
 
 
-class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
+class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
     """Shared fit / predict / persistence of LapRLS and LapSVM (see the subclasses)."""
 
     _LOSSES: tuple = ()
@@ -128,6 +130,11 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         self.client = client
         self.n_blocks = n_blocks
         self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     # checks ------------------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -193,9 +200,12 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         if y is None:
             if not (isinstance(X, RowBlocks) and X.labels is not None):
-                raise ValueError("y is required unless X is a RowBlocks carrying labels")
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                                 "target y is None (it may be omitted only for a RowBlocks X "
+                                 "that carries labels)")
             y = X.gather_labels()
-        n_rows = X.n_rows if isinstance(X, RowBlocks) else X.shape[0]
+        X = as_input(X)
+        n_rows = n_rows_of(X)
         classes, codes = encode_labels(y, n_rows, self.unlabeled)
         if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
@@ -213,9 +223,8 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         if solver == "primal" and self._loss() == "hinge":
             raise ValueError("the primal solver takes loss 'squared' or 'squared_hinge'; "
                              "the hinge loss is solved by solver='direct' (the SVM dual)")
-        if not isinstance(X, RowBlocks):
-            check_finite_local(X if sp.issparse(X) or hasattr(X, "dtype") else np.asarray(X))
         points = _gather_rows(X)
+        check_finite_local(points)
         kparams = dict(self.kernel_params or {})
         if self.kernel == "rbf" and "gamma" not in kparams:
             kparams["gamma"] = default_rbf_gamma(points)
@@ -351,10 +360,6 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
         return loss + self.gamma_A * ambient + weight * graph
 
     # prediction --------------------------------------------------------------------------
-    def _check_fitted(self):
-        if not hasattr(self, "dual_coef_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
-
     def _scores_train(self, K):
         if K is None:
             return self.decision_function(self.expansion_points_)
@@ -364,7 +369,9 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """``f(x) = sum_i alpha_i K(x_i, x) + b`` per class column: shape (m,) for two classes
         (positive = ``classes_[1]``), (m, n_classes) otherwise."""
-        self._check_fitted()
+        import dask.array as da
+
+        check_is_fitted(self, "dual_coef_")
         args = (self.expansion_points_, self.dual_coef_, self.intercept_, self.kernel,
                 self.kernel_params_)
         if isinstance(X, RowBlocks):
@@ -373,6 +380,10 @@ class _ManifoldClassifier(ClassifierMixin, BaseEstimator):
             # down); a task fetches the block from wherever it is
             S = np.concatenate(X.map(_block_decision, *args))
         else:
+            if not isinstance(X, da.Array):
+                # scikit-learn's check of the feature count (and names), with its message
+                X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                                  ensure_all_finite=False)
             X = _gather_rows(X)
             check_finite_local(X)
             if X.shape[1] != self.n_features_in_:

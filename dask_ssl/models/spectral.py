@@ -21,6 +21,11 @@ class _KernelGraphModel(BaseEstimator):
         check_kernel(self.kernel, self.kernel_params)
         check_graph_settings(self)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified on the driver
+        return tags
+
     def _scores(self, X):
         return expansion_scores(self, X)
 
@@ -95,7 +100,8 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
         check_count("n_components", self.n_components)
         X = dense_rows(X)
         if self.n_components > X.shape[0] - 2:
-            raise ValueError(f"n_components must be at most n - 2 = {X.shape[0] - 2}")
+            raise ValueError(f"n_components={self.n_components} must be at most n - 2 = "
+                             f"{X.shape[0] - 2} (n_samples={X.shape[0]})")
         check_graph_settings(self, X.shape[0])
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         M = graph_laplacian(self, X, graph)
@@ -112,6 +118,7 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
         values, Z = scipy.linalg.eigh(Q.T @ A @ Q, subset_by_index=[0, self.n_components - 1])
         E = Q @ Z
         self.X_fit_ = X
+        self.n_features_in_ = X.shape[1]
         self.dual_coef_ = U @ (E / s[:, None])
         self.eigenvalues_ = values
         self.embedding_ = U @ E
@@ -179,6 +186,9 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         self._check_kernel_graph()
         check_positive("gamma_I_pos", self.gamma_I_pos, allow_zero=True)
         check_positive("gamma_I_neg", self.gamma_I_neg, allow_zero=True)
+        if y is None:
+            raise ValueError("ClassDependentLapRLS requires y to be passed, but the target y "
+                             "is None")
         X = dense_rows(X)
         classes, codes = encode_labels(y, X.shape[0], unlabeled=object())
         targets = [1] if classes.size == 2 else list(range(classes.size))
@@ -200,6 +210,7 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
             alphas.append(np.linalg.solve(A, np.where(pos, 1.0, -1.0)))
         self.classes_ = classes
         self.X_fit_ = X
+        self.n_features_in_ = X.shape[1]
         self.dual_coef_ = np.column_stack(alphas)
         return self
 
