@@ -293,7 +293,12 @@ class RowBlocks:
             while True:
                 try:
                     return self.client.sync(within)
-                except (TimeoutError, asyncio.TimeoutError):
+                except (TimeoutError, asyncio.TimeoutError) as exc:
+                    # distributed's sync keeps the error it raised in a closure of its frame:
+                    # error -> traceback -> frame -> error, a cycle holding every frame of
+                    # this call stack, and so the blocks' futures (the run's data on the
+                    # workers) after the run, until a garbage collection finds it.
+                    exc.__traceback__ = None
                     alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
                     gone = [i for i, w in enumerate(self._owners or []) if w not in alive]
                     if gone:
