@@ -225,7 +225,8 @@ def scenario_memory(work: Path, args) -> tuple[bool, list[str]]:
         lines.append(
             f"memory/{name}: limit "
             f"{'none' if limit is None else f'{limit / MB:.0f} MiB, target {target}'}, "
-            f"data per worker {', '.join(f'{v:.0f}' for v in out['share_mb'].values())} MiB, "
+            f"blocks in worker memory "
+            f"{', '.join(f'{v:.0f}' for v in out['share_mb'].values())} MiB, "
             f"peak RSS {', '.join(f'{k} {v:.0f}' for k, v in sorted(out['peak_rss'].items()))}"
             f" MiB, "
             f"spilled {written:.0f} MiB (read back {read:.0f} MiB), "
