@@ -103,3 +103,19 @@ def test_bad_parameters():
         rcv1_like(n_rows=0)
     with pytest.raises(ValueError, match="pos_fraction"):
         rcv1_like(n_rows=10, pos_fraction=1.0)
+
+
+@pytest.mark.cluster
+def test_rcv1_like_block_lost_with_its_worker_is_made_again(real_cluster):
+    """A block whose worker dies is recomputed from its lineage, idf included (a scattered
+    idf was forgotten once the blocks were made, and the lost blocks came back cancelled)."""
+    from distributed import Client
+
+    cluster = real_cluster(n_workers=2)
+    with Client(cluster.address, set_as_default=False) as client:
+        data = rcv1_like(n_rows=2000, n_features=2000, topic_size=100, client=client,
+                         n_blocks=4)
+        before, _ = _local(client, data)
+        cluster.kill_worker_at(client, data.owners()[0])
+        after, _ = _local(client, data)
+    assert _same(before, after)

@@ -248,6 +248,11 @@ def _document_frequency(X):
     return np.bincount(X.indices, minlength=X.shape[1])
 
 
+def _idf(frequencies, n_rows):
+    """``log(n_rows / df)`` from the blocks' document frequencies (a word in no document: 1)."""
+    return np.log(n_rows / np.maximum(np.sum(frequencies, axis=0), 1))
+
+
 def _tf_idf(X, idf):
     """``(1 + log tf) * idf``, rows scaled to unit l2 norm (the ltc weighting of RCV1)."""
     X = X.copy()
@@ -317,10 +322,10 @@ def rcv1_like(*, n_rows=804414, n_features=47236, nnz_per_row=76, pos_fraction=0
     counts = _generate(_documents, n_rows, seed, client, n_blocks, int(n_features), True, params)
     if client is None:
         X, y = counts
-        df = _document_frequency(X)
-        return _tf_idf(X, np.log(n_rows / np.maximum(df, 1))), y
-    df = np.sum(client.gather([client.submit(_document_frequency, b) for b in counts.blocks]),
-                axis=0)
-    idf = client.scatter(np.log(n_rows / np.maximum(df, 1)), broadcast=True)
+        return _tf_idf(X, _idf([_document_frequency(X)], n_rows)), y
+    # idf is a task, not scattered data: a block lost with its worker is recomputed from
+    # its lineage, which a scattered idf (forgotten once the blocks were made) would cut.
+    idf = client.submit(_idf, [client.submit(_document_frequency, b) for b in counts.blocks],
+                        n_rows)
     counts.blocks = [client.submit(_tf_idf, b, idf) for b in counts.blocks]
     return counts

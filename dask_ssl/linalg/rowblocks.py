@@ -10,6 +10,7 @@ calls (:meth:`RowBlocks.call`); steps whose arguments are futures go as pinned t
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -172,10 +173,21 @@ class RowBlocks:
         """Address of the worker that holds each block."""
         if self._owners is None or refresh:
             keep_replicas(self.client)
-            with self.client.as_current():
-                wait(self.blocks)
-            who = self.client.who_has(self.blocks)
-            self._owners = [sorted(who[f.key])[0] if who.get(f.key) else None for f in self.blocks]
+            deadline = time.monotonic() + 5 * POLL_SECONDS
+            while True:
+                with self.client.as_current():
+                    wait(self.blocks)
+                who = self.client.who_has(self.blocks)
+                owners = [sorted(who[f.key])[0] if who.get(f.key) else None for f in self.blocks]
+                missing = [i for i, w in enumerate(owners) if w is None]
+                if not missing:
+                    break
+                # A block whose worker just left: this client may learn it only after wait()
+                # returned, while the scheduler already computes the block again.
+                if time.monotonic() > deadline:
+                    raise StateLost(f"block(s) {missing} are on no worker")
+                time.sleep(0.1)
+            self._owners = owners
         return self._owners
 
     # round trips --------------------------------------------------------------------------
@@ -293,7 +305,12 @@ class RowBlocks:
             while True:
                 try:
                     return self.client.sync(within)
-                except (TimeoutError, asyncio.TimeoutError):
+                except (TimeoutError, asyncio.TimeoutError) as exc:
+                    # distributed's sync keeps the error it raised in a closure of its frame:
+                    # error -> traceback -> frame -> error, a cycle holding every frame of
+                    # this call stack, and so the blocks' futures (the run's data on the
+                    # workers) after the run, until a garbage collection finds it.
+                    exc.__traceback__ = None
                     alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
                     gone = [i for i, w in enumerate(self._owners or []) if w not in alive]
                     if gone:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gc
 import inspect
 import json
 import os
@@ -318,6 +319,13 @@ def run_workflow(doc: dict, run_dir, *, client=None, progress: bool = True,
         run.state.update(status="failed", finished=now(), error=f"{type(exc).__name__}: {exc}",
                          traceback=traceback.format_exc())
         raise
+    finally:
+        # The run's data leaves the workers now, not at some later garbage collection: a
+        # reference cycle through this call's frames (exceptions caught below it keep their
+        # tracebacks, e.g. matplotlib's first import) holds its blocks' futures, and a
+        # long-lived driver (retrain() night after night) kept a finished day's data so.
+        del run
+        gc.collect()
 
 
 def detached_task(doc: dict, run_dir: str, warm_start: bool, resume: bool) -> str:

@@ -1,0 +1,31 @@
+"""RowBlocks' bounded wait on real workers."""
+
+import gc
+import time
+import weakref
+
+import numpy as np
+
+from dask_ssl.linalg import RowBlocks, rowblocks
+
+
+def _slow(i, X):
+    time.sleep(0.2)
+    return X.shape[0]
+
+
+def test_polling_wait_leaves_no_cycle_holding_the_blocks(client, monkeypatch):
+    """A trip that outlasts POLL_SECONDS times out and polls; the timeouts must not leave a
+    reference cycle that keeps the blocks (their data on the workers) alive after the caller
+    dropped them, until a garbage collection happens to run (a nightly retrain in a long-lived
+    process kept a finished day's data on the workers so)."""
+    monkeypatch.setattr(rowblocks, "POLL_SECONDS", 0.02)
+    blocks = RowBlocks.from_array(np.ones((40, 3)), client=client)
+    gc.disable()
+    try:
+        assert sum(blocks.call(_slow)) == 40
+        ref = weakref.ref(blocks)
+        del blocks
+        assert ref() is None
+    finally:
+        gc.enable()
