@@ -11,20 +11,13 @@ The full campaign (20 kills each, driver kills, a scheduler restart, a filled me
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.cluster
+from ._campaign import fc
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("fault_campaign",
-                                               ROOT / "benchmarks" / "fault_campaign.py")
-fc = sys.modules["fault_campaign"] = importlib.util.module_from_spec(_spec)  # for dataclasses
-_spec.loader.exec_module(fc)
+pytestmark = pytest.mark.cluster
 
 KILLS = 2
 #: TSVM and DAS3VM have a worker killed at a fixed stage in test_fault_tolerance.py; here the

@@ -11,25 +11,14 @@ import time
 import numpy as np
 import pytest
 from distributed import Client
-from sklearn.datasets import dump_svmlight_file
 
 from dask_ssl.cli import main
 from dask_ssl.data import read_svmlight
 from dask_ssl.models import DAS3VM, TSVM
 
+from ._campaign import fc
+
 pytestmark = pytest.mark.cluster
-
-
-def write_clusters(path, n=600, d=6, n_labeled=10, seed=0):
-    rng = np.random.default_rng(seed)
-    y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
-    X = rng.normal(size=(n, d))
-    X[:, 0] += 1.5 * y
-    X[:, 1] += 0.7 * y
-    yl = np.zeros(n)
-    for cls in (1.0, -1.0):
-        yl[rng.choice(np.flatnonzero(y == cls), n_labeled // 2, replace=False)] = cls
-    dump_svmlight_file(X, yl, str(path), zero_based=False)
 
 
 def wait_for_stage(checkpoint, stage, proc=None, timeout=240):
@@ -58,7 +47,7 @@ def test_killed_worker_does_not_change_objective(real_cluster, tmp_path, cls, pa
     cluster = real_cluster(n_workers=3)
     assert len(cluster.alive()) == 3
     data = tmp_path / "train.svm"
-    write_clusters(data)
+    fc.write_clusters(data)
     with Client(cluster.address, set_as_default=False) as client:
         blocks = read_svmlight(str(data), client=client, n_blocks=6)
         clean = cls(unlabeled=0, client=client, **params).fit(blocks)
@@ -89,7 +78,7 @@ def _fit(est, blocks, errors):
 def test_killed_driver_resumes_to_same_objective(real_cluster, tmp_path):
     cluster = real_cluster(n_workers=3)
     data = tmp_path / "train.svm"
-    write_clusters(data, seed=1)
+    fc.write_clusters(data, seed=1)
     fit = ["fit", "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "1"]
     # The uninterrupted run in this process (the command's own start-up is seconds).
     with Client(cluster.address, set_as_default=False) as client, client.as_current():
