@@ -92,4 +92,10 @@ _EXPECTED = {id(est): expected for est, expected in ESTIMATORS}
 @parametrize_with_checks([est for est, _ in ESTIMATORS], xfail_strict=True,
                          expected_failed_checks=lambda est: _EXPECTED[id(est)])
 def test_sklearn_checks(estimator, check, client):
+    # A check raises (AssertionError, or the error it provoked) when the estimator fails it;
+    # the listed expected failures must raise (strict xfail). Whatever a check fits, the
+    # hyperparameters it was handed stay as given (scikit-learn's convention: fit never
+    # writes them).
+    given = repr(estimator.get_params(deep=False))
     check(estimator)
+    assert repr(estimator.get_params(deep=False)) == given, "a check changed the hyperparameters"
