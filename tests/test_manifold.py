@@ -312,8 +312,7 @@ def test_nystrom_lapsvm_minimizes_its_objective(client):
 
 
 def test_nystrom_default_rbf_width_is_computed_on_the_blocks(client):
-    from dask_ssl.models._nystrom_manifold import blocks_rbf_gamma
-    from dask_ssl.models.manifold import default_rbf_gamma
+    from dask_ssl.models._rbf_width import blocks_rbf_gamma, default_rbf_gamma
 
     X, _ = g50c(n=400, n_features=10, seed=1)
     X[5] = X[6]  # a duplicate row: a neighbour at distance 0

@@ -19,34 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph.exact import exact_block
-from ..kernels.nystrom import NystromFeatures
 from ..linalg import RowBlocks
 from .linear_manifold import LinearLapRLS, LinearLapSVM
-
-
-def _nearest_distances(i, X, offset, k, Q, rows):
-    _, dist = exact_block(X, Q, k, "euclidean", offset, exclude=rows)
-    return dist
-
-
-def blocks_rbf_gamma(blocks: RowBlocks, n_neighbors: int, factor: float, sample: int) -> float:
-    """:func:`~dask_ssl.models.manifold.default_rbf_gamma` computed on the row blocks: the
-    evenly spaced query rows are fetched (one round trip) and each block returns their
-    ``n_neighbors`` nearest distances among its rows (the query row itself excluded), so no
-    block leaves its worker."""
-    n = blocks.n_rows
-    k = min(n_neighbors, n - 1)
-    if k < 1:
-        return 1.0
-    rows = np.unique(np.linspace(0, n - 1, min(n, sample)).astype(np.int64))
-    Q = NystromFeatures._fetch(blocks, rows)
-    parts = blocks.call(_nearest_distances, Q, rows,
-                        per_block=[(int(off), k) for off in blocks.offsets[:-1]])
-    dist = np.sort(np.hstack(parts), axis=1)[:, :k]
-    mean = float(dist.mean())
-    sigma = factor * mean if mean > 0 else 1.0
-    return 1.0 / (2.0 * sigma * sigma)
 
 
 def fit_nystrom(est, blocks: RowBlocks, y, graph, setting, kparams, weight, client) -> dict:

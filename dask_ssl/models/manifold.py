@@ -29,7 +29,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lu_factor, lu_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.neighbors import NearestNeighbors
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -46,33 +45,15 @@ from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
-from ._nystrom_manifold import blocks_rbf_gamma, fit_nystrom
+from ._nystrom_manifold import fit_nystrom
 from ._pickle import PicklesWithoutGraph
+from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
 DIRECT_MAX_ROWS = 5000
 #: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
 AUTO_GRAPHS = ((10, 1), (50, 5))
-#: Default RBF width: sigma = WIDTH_FACTOR x the mean distance to the WIDTH_NEIGHBORS nearest rows.
-WIDTH_NEIGHBORS = 10
-WIDTH_FACTOR = 2.0
-_WIDTH_SAMPLE = 1000
-
-
-def default_rbf_gamma(X) -> float:
-    """RBF ``gamma = 1 / (2 sigma^2)`` with ``sigma`` twice the mean distance from a row to its
-    ten nearest rows (over up to 1000 evenly spaced rows): a local length scale from the rows
-    alone, no label read."""
-    n = X.shape[0]
-    k = min(WIDTH_NEIGHBORS, n - 1)
-    if k < 1:
-        return 1.0
-    rows = np.unique(np.linspace(0, n - 1, min(n, _WIDTH_SAMPLE)).astype(np.int64))
-    dist, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X[rows])
-    mean = float(dist[:, 1:].mean())
-    sigma = WIDTH_FACTOR * mean if mean > 0 else 1.0
-    return 1.0 / (2.0 * sigma * sigma)
 
 
 def _gather_rows(X):
@@ -271,8 +252,7 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         blocks = to_blocks(X, client, self.n_blocks)
         kparams = dict(self.kernel_params or {})
         if self.kernel == "rbf" and "gamma" not in kparams:
-            kparams["gamma"] = blocks_rbf_gamma(blocks, WIDTH_NEIGHBORS, WIDTH_FACTOR,
-                                                _WIDTH_SAMPLE)
+            kparams["gamma"] = blocks_rbf_gamma(blocks)
         setting = self._graph_candidates(blocks.n_rows, graph)[0]
         if graph is None:
             graph = knn_graph(blocks, setting[0], metric=self.metric, weights=self.weights,
