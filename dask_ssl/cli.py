@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 
 from . import __version__
+from .cluster import close_owned
 from .workflow.fit import ALGORITHMS, cmd_fit, job_arguments, process_start, read_data
 from .workflow.outputs import write_outputs
 from .workflow.session import CLIError, cluster_args, connect
@@ -130,5 +132,21 @@ def main(argv=None) -> int:
         return 2
 
 
+def run() -> None:
+    """The ``dask-ssl`` program: :func:`main`, then exit without the interpreter's teardown.
+
+    Once a command returns, what it wrote is closed and flushed; tearing down the modules and
+    arrays a fit leaves behind took another 1.1 s after a KDD99 10% TSVM fit (a fifth of the
+    command), which a user waits for at the shell. The LocalCluster is closed and the logs and
+    standard streams flushed first; an exception leaves through the normal path.
+    """
+    status = main()
+    close_owned()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -173,6 +173,35 @@ def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
         assert f"  {name}: done in" in done.stderr
 
 
+def test_worker_threads_and_worker_processes_fit_the_same_model(tmp_path):
+    # The default LocalCluster runs its workers as threads of the command; --processes as
+    # processes. Same blocks, same arithmetic: the same model either way.
+    data = tmp_path / "train.svm"
+    write_problem(data, unlabeled_every=3)
+    runs = {}
+    for name, extra in [("threads", ["--dashboard"]), ("processes", ["--processes"])]:
+        model = tmp_path / name
+        done = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "2",
+                               "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01",
+                               "--model-out", str(model), *extra],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs[name] = (json.loads((model / "model.json").read_text()), done.stderr)
+    (threads, err_t), (procs, err_p) = runs["threads"], runs["processes"]
+    assert "LocalCluster with 2 workers, dashboard http://127.0.0.1:" in err_t
+    assert "LocalCluster with 2 worker processes\n" in err_p  # no dashboard unless asked
+    assert threads["objective"] == pytest.approx(procs["objective"], rel=1e-10)
+    assert threads["round_trips"] == procs["round_trips"]
+
+
+@pytest.mark.parametrize("flag", ["--processes", "--dashboard"])
+def test_local_cluster_flags_are_refused_with_a_scheduler(flag, tmp_path, capsys):
+    rc = main(["fit", "--scheduler", "tcp://127.0.0.1:1", flag, "--data", str(tmp_path / "x"),
+               "--model-out", str(tmp_path / "m")])
+    assert rc == 2
+    assert f"{flag} applies to the LocalCluster" in capsys.readouterr().err
+
+
 def test_two_concurrent_fits_on_one_file_share_the_block_cache(tmp_path):
     import os
 

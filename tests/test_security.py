@@ -133,17 +133,56 @@ def test_secrets_are_redacted_from_model_json_and_events(fitted, tmp_path):
         "run": {"aws_access_key": "***", "token": "", "n": 3}}
 
 
-def test_started_local_cluster_dashboard_listens_on_localhost_only():
+def _http_status(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_started_local_cluster_listens_on_localhost_only(processes):
     from dask_ssl import cluster
 
+    def listening():
+        me = psutil.Process()
+        return {c.laddr for p in [me, *me.children(recursive=True)]
+                for c in p.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+
+    before = listening()  # other tests' clusters in this process
+    client = cluster.get_client(n_workers=1, processes=processes, dashboard=True)
+    try:
+        link = cluster.dashboard_link(client)
+        assert urlparse(link).hostname == "127.0.0.1"
+        opened = listening() - before
+        assert urlparse(link).port in [a.port for a in opened]
+        assert _http_status(link) == 200
+        # the dashboard, the scheduler, the workers and their HTTP servers alike
+        assert {a.ip for a in opened} == {"127.0.0.1"}
+        assert len(opened) >= (4 if processes else 2)
+    finally:
+        cluster._OWNED.remove(client)
+        cluster._WITH_DASHBOARD.remove(client)
+        cluster_obj = client.cluster
+        client.close()
+        cluster_obj.close()
+
+
+def test_started_local_cluster_has_no_dashboard_unless_asked(monkeypatch):
+    from dask_ssl import cluster
+
+    monkeypatch.delenv("DASK_SSL_DASHBOARD", raising=False)
     client = cluster.get_client(n_workers=1)
     try:
-        port = urlparse(client.dashboard_link).port
-        listening = [c.laddr for c in psutil.Process().net_connections(kind="tcp")
-                     if c.status == psutil.CONN_LISTEN]
-        scheduler_port = urlparse(client.scheduler.address).port
-        assert [a.ip for a in listening if a.port == port] == ["127.0.0.1"]
-        assert [a.ip for a in listening if a.port == scheduler_port] == ["127.0.0.1"]
+        assert cluster.dashboard_link(client) is None
+        # the scheduler's HTTP server still answers health checks, but serves no dashboard
+        port = client.scheduler_info()["services"]["dashboard"]
+        assert _http_status(f"http://127.0.0.1:{port}/health") == 200
+        assert _http_status(f"http://127.0.0.1:{port}/status") == 404
     finally:
         cluster._OWNED.remove(client)
         cluster_obj = client.cluster
