@@ -29,12 +29,12 @@ POW10 = np.array([10.0 ** k for k in range(23)])
 MAX_EXACT = 2 ** 53
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _lower(c):
     return c + 32 if 65 <= c <= 90 else c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _is_special(buf, s, e):
     # nan, inf, infinity in any case: valid for float(), left to NumPy.
     n = e - s
@@ -50,7 +50,7 @@ def _is_special(buf, s, e):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def parse_number(buf, s, e):
     """Parse ``buf[s:e]`` (uint8) as a decimal float.
 
@@ -131,7 +131,7 @@ def parse_number(buf, s, e):
 _SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's splitter for doubles
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def two_prod(a, b):
     """``(p, e)`` with ``p = fl(a * b)`` and ``p + e == a * b`` exactly (Dekker; no FMA)."""
     p = a * b
@@ -144,7 +144,7 @@ def two_prod(a, b):
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _divide_exact(mant, k):
     """``mant / 10**k`` rounded once, for ``2**53 < mant < 2**57`` and ``0 < k <= 22``; returns
     ``(False, 0.0)`` when the quotient is too near a rounding boundary to decide here.

@@ -171,7 +171,7 @@ class _TopicModel:
         self.cumulative = np.tile(np.cumsum(weights) / weights.sum(), (n_topics, 1))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _draw(cumulative, u):
     """Inverse CDF: the first index whose cumulative weight reaches ``u``. (Hand-written:
     numba's ``np.searchsorted`` and ``np.sort`` cost seconds of compiling per process.)"""
@@ -185,7 +185,7 @@ def _draw(cumulative, u):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count_words(lengths, n_main, n_second, main, second, u, background, words, cumulative):
     """Draw every document's words and count them into CSR (indices unsorted within a row).
 

@@ -119,7 +119,7 @@ def _decompress_split(url, n_parts, n_rows, storage_options):
     return [(text[starts[a]:starts[b]], int(a)) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _parse(buf, n_lines):
     numeric = np.zeros((n_lines, len(NUMERIC)))
     cats = np.zeros((n_lines, 3, _WIDTH), np.uint8)
@@ -180,7 +180,7 @@ def _parse_part(part, url):
             "first_row": first_line}
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _mix(x):
     # splitmix64 finalizer; every constant is uint64 so numba keeps integer arithmetic.
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -188,7 +188,7 @@ def _mix(x):
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _factor(jitter, seed, copy, row, col):
     """``exp(jitter * z)``, ``z ~ N(0, 1)`` hashed from (seed, copy, row in the file, column).
 
@@ -206,7 +206,7 @@ def _factor(jitter, seed, copy, row, col):
     return np.exp(jitter * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _column_max(numeric, jitter, seed, copy, first_row):
     out = np.zeros(numeric.shape[1])
     for i in range(numeric.shape[0]):
@@ -233,7 +233,7 @@ def _merge(stats) -> KDD99Encoding:
     return KDD99Encoding(vocab, np.max([s["maxima"] for s in stats], axis=0))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _csr(numeric, jitter, seed, copy, first_row, codes, cat_base, num_target, maxima):
     """Rows in output column order: duration, the three one-hots, the other numerics.
 

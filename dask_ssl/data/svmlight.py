@@ -54,18 +54,18 @@ _MESSAGES = {
 }
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _is_space(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _is_break(c):
     """Ends a token: white space, a newline or a comment."""
     return _is_space(c) or c == 10 or c == 35
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _flag(flags, n_flag, pos, s, e):
     """Record a flagged number (see :func:`_scan`); returns ``flags``, grown when full."""
     if 3 * n_flag == flags.shape[0]:
@@ -78,7 +78,7 @@ def _flag(flags, n_flag, pos, s, e):
     return flags
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _token_number(buf, s, n):
     """The number token from ``s`` to the next break, by :func:`parse_number`:
     ``(end, status, value)``."""
@@ -89,7 +89,7 @@ def _token_number(buf, s, n):
     return p, status, value
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan(buf, max_rows, max_nnz, n_features):
     """Parse valid svmlight text in one pass over ``buf``; ``n_features=0`` means no limit.
 
@@ -196,7 +196,7 @@ def _scan(buf, max_rows, max_nnz, n_features):
             line, max_index, ok)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _find_error(buf, n_features):
     """The first malformed token in ``buf``, token by token as the format defines it.
 
@@ -284,7 +284,7 @@ def _read_bounded(f, n):
     most MAX_LINE_BYTES + one chunk of it, not the whole line."""
     limit = MAX_LINE_BYTES
     step = min(_CHUNK, limit)
-    parts, got, run, lines = [], 0, 0, 0
+    parts, got, run = [], 0, 0
     while n is None or got < n:
         chunk = f.read(step if n is None else min(step, n - got))
         if not chunk:
@@ -295,15 +295,34 @@ def _read_bounded(f, n):
         else:
             # lines inside one chunk are shorter than a chunk; only a line carried across
             # chunk boundaries can be too long, and it ends at this chunk's first newline
-            if run + chunk.find(b"\n") > limit:
-                return None, (lines, run + chunk.find(b"\n"))
-            lines += chunk.count(b"\n")
+            first = chunk.find(b"\n")
+            if run + first > limit:
+                return None, (_newlines(parts), run + first)
             run = len(chunk) - last - 1
         if run > limit:
-            return None, (lines, run)
+            return None, (_newlines(parts + [chunk]), run)
         parts.append(chunk)
         got += len(chunk)
     return b"".join(parts), None
+
+
+def _newlines(chunks) -> int:
+    """Lines ended in ``chunks``: counted only to place an error, off the reading path
+    (``bytes.count`` holds the GIL, which worker threads share)."""
+    return sum(c.count(b"\n") for c in chunks)
+
+
+@njit(cache=True, nogil=True)
+def _count_lines_and_colons(buf):
+    """Newlines and colons in ``buf`` in one pass without the GIL: upper bounds on the rows
+    and the non-zeros, to size the parse's arrays."""
+    lines = colons = 0
+    for c in buf:
+        if c == 10:
+            lines += 1
+        elif c == 58:
+            colons += 1
+    return lines, colons
 
 
 def _parse_bytes(url, start, end, n_features, storage_options):
@@ -321,8 +340,9 @@ def _parse_bytes(url, start, end, n_features, storage_options):
                                 f"{length} without a line end): svmlight holds one row per "
                                 f"line; is this an svmlight file?"), "n_lines": line}
     buf = np.frombuffer(raw, dtype=np.uint8)
+    lines, colons = _count_lines_and_colons(buf)
     (labels, indptr, indices, data, n_rows, nnz, (flag_pos, flag_s, flag_e), n_lines, max_index,
-     ok) = _scan(buf, raw.count(b"\n") + 1, max(raw.count(b":"), 1), n_features)
+     ok) = _scan(buf, lines + 1, max(colons, 1), n_features)
     if not ok:
         n_lines, err, err_s, err_e = _find_error(buf, n_features)
         token = raw[err_s:err_e].decode("utf-8", "replace")

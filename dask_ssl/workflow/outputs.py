@@ -20,7 +20,7 @@ from ..data._numbers import POW10, two_prod
 _LINE = 24  # bytes a value can take: sign, 10 digits, point, "e-13"
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _digits(x, e10):
     """The 10-digit integer ``x * 10**(9 - e10)`` rounded half to even, or -1 when the scale
     is outside the exact range."""
@@ -38,7 +38,7 @@ def _digits(x, e10):
     return np.int64(m)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _format(values, n_cols, out, fallback):
     """Write ``values`` (row-major, ``n_cols`` a line) into ``out``; returns the bytes used and
     the line end offsets. Values it cannot write exactly get an empty field and ``fallback``."""
