@@ -199,8 +199,11 @@ def get_client(client: Client | None = None, *, scheduler: str | None = None,
     # Workers on this machine are reachable: solver round trips skip the scheduler hop
     # (RCV1-like TSVM, 200 k rows: 29.8 -> 27.2 s, driver CPU 5.7 -> 4.3 s).
     owned = Client(cluster, set_as_default=False, direct_to_workers=True)
-    # registered with the scheduler: workers that replace lost ones start warm too
-    owned.register_plugin(WarmWorker())
+    if processes:
+        # registered with the scheduler: workers that replace lost ones start warm too.
+        # (Worker threads share this process's imports; a warm-up thread there would only
+        # take the GIL from the run's first tasks.)
+        owned.register_plugin(WarmWorker())
     _OWNED.append(owned)
     if dashboard:
         _WITH_DASHBOARD.append(owned)

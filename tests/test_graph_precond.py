@@ -226,7 +226,6 @@ def test_local_scaling_weights(client):
     with pytest.raises(ValueError, match="t must be"):
         build_graph(neigh, t="wide")
 
-    y = np.r_[np.zeros(150, int), np.ones(50, int)]
     ys = np.full(200, -1)
     ys[[0, 160]] = [0, 1]
     gt = GraphTransduction(n_neighbors=k, t="local", client=client, n_blocks=2).fit(X, ys)
