@@ -89,24 +89,35 @@ def load_cached_kernels(module) -> int:
 def warm_worker(modules=WORKER_MODULES) -> int:
     """Import ``modules`` and load their cached kernels (and those of their submodules
     already imported); return how many kernels were loaded."""
-    loaded = 0
     for name in modules:
         importlib.import_module(name)
-    for name, module in list(sys.modules.items()):
-        if name.startswith("dask_ssl.") and module is not None:
-            loaded += load_cached_kernels(module)
-    return loaded
+    return load_imported_kernels()
+
+
+def load_imported_kernels() -> int:
+    """Load the cached kernels of every dask-ssl module imported so far; return how many."""
+    return sum(load_cached_kernels(module) for name, module in list(sys.modules.items())
+               if name.startswith("dask_ssl.") and module is not None)
 
 
 class WarmWorker(WorkerPlugin):
-    """Worker plugin: :func:`warm_worker` in a background thread when a worker starts, so a
-    run's first tasks find the imports done and the kernels loaded (a task that needs one
-    still being loaded waits on the import or compiler lock, never does the work twice)."""
+    """Worker plugin: when a worker starts, import :data:`WORKER_MODULES`, then load their
+    compiled kernels in a background thread, so a run's first tasks find both done (a task
+    that needs a kernel still being loaded waits on numba's compiler lock, never loads it
+    twice).
+
+    The imports run before the worker takes tasks, not in that thread: a task unpickled
+    while another thread imports the same package can meet a circular import half done and
+    fail with "cannot import name" (seen once on a worker restarted mid-run).
+    """
 
     name = "dask-ssl-warm"
 
     def setup(self, worker):
-        threading.Thread(target=warm_worker, name="dask-ssl-warm", daemon=True).start()
+        for name in WORKER_MODULES:
+            importlib.import_module(name)
+        threading.Thread(target=load_imported_kernels, name="dask-ssl-warm",
+                         daemon=True).start()
 
 
 class _ThreadWorker(Worker):

@@ -52,3 +52,18 @@ def test_plugin_loads_kernels_in_a_new_worker_before_any_task():
             return False
 
         assert all(client.run(loaded).values())
+
+
+def test_plugin_imports_the_worker_modules_before_it_returns():
+    # Imports in a thread beside tasks could meet a half-imported module; the plugin's
+    # registration returns only once they are done in every worker.
+    from dask_ssl.cluster import WORKER_MODULES
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.ERROR) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        before = client.run(lambda: [m in sys.modules for m in WORKER_MODULES])
+        assert not any(next(iter(before.values())))
+        client.register_plugin(WarmWorker())
+        after = client.run(lambda: [m in sys.modules for m in WORKER_MODULES])
+        assert all(next(iter(after.values())))
