@@ -23,6 +23,8 @@ from .workerstate import StateLost
 
 #: Seconds a round trip may run before the driver checks that the blocks' workers are alive.
 POLL_SECONDS = 2.0
+#: The message of the RuntimeError the scheduler gives an actor whose worker was lost.
+ACTOR_LOST = "Worker holding Actor was lost"
 
 
 def default_block_count(client: Client, n_units: float = 1) -> int:
@@ -271,7 +273,14 @@ class RowBlocks:
                                        key=f"block-runner-{self.name}-{uuid.uuid4().hex[:8]}")
                     for w in owners]
             self._runner_futures = futs
-            self._bounded(lambda: self.client._gather(futs))
+            try:
+                self._bounded(lambda: self.client._gather(futs))
+            except RuntimeError as exc:
+                # Dask's verdict on an actor whose worker died as it was being created (a
+                # worker kill 1 s into a GraphTransduction fit, in the fault campaign)
+                if ACTOR_LOST not in str(exc):
+                    raise
+                raise StateLost(f"a block runner's worker left the cluster ({exc})") from None
             self._runner_keys = {w: f.key for w, f in zip(owners, futs)}
         return self._runner_keys
 
