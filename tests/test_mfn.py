@@ -64,6 +64,18 @@ def test_result_independent_of_block_count(client, n_blocks):
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
 
 
+def test_dask_array_input_gives_the_numpy_model(client):
+    import dask.array as da
+
+    X, y = problem(False, seed=4, n=300)
+    ref = L2SVM(gamma=0.01, unlabeled=0, client=client).fit(X, y)
+    m = L2SVM(gamma=0.01, unlabeled=0, client=client).fit(da.from_array(X, chunks=(100, 8)), y)
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
+    scores = m.decision_function(da.from_array(X, chunks=(100, 8)))
+    assert isinstance(scores, da.Array)
+    np.testing.assert_allclose(scores.compute(), ref.decision_function(X), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("solver", ["gram", "cg"])
 def test_rls_equals_closed_form(client, solver):
     X, y = problem(True, seed=3)

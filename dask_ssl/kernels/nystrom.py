@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..linalg.rowblocks import RowBlocks
+from ..linalg.rowblocks import RowBlocks, is_dask_array
 from .base import check_kernel, kernel_matrix
 
 LANDMARKS = ("uniform", "kmeans++")
@@ -136,9 +136,7 @@ class NystromFeatures:
             X.gather(futures)  # errors surface here, and the blocks are in place before use
             return RowBlocks(X.client, futures, X.sizes.copy(), self.n_features_out_, False,
                              X.labels)
-        import dask.array as da
-
-        if isinstance(X, da.Array):
+        if is_dask_array(X):
             return X.rechunk({1: -1}).map_blocks(
                 lambda b: _features(0, b, *args), chunks=(X.chunks[0], (self.n_features_out_,)),
                 dtype=np.float64)

@@ -10,6 +10,7 @@ calls (:meth:`RowBlocks.call`); steps whose arguments are futures go as pinned t
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -25,6 +26,13 @@ from .workerstate import StateLost
 POLL_SECONDS = 2.0
 #: The message of the RuntimeError the scheduler gives an actor whose worker was lost.
 ACTOR_LOST = "Worker holding Actor was lost"
+
+
+def is_dask_array(X) -> bool:
+    """Whether ``X`` is a Dask array, without importing ``dask.array``: a process that has not
+    imported it holds none, and the import costs 0.3-0.8 s, a whole L2SVM fit on KDD99 10%."""
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
 
 
 def default_block_count(client: Client, n_units: float = 1) -> int:
@@ -110,9 +118,7 @@ class RowBlocks:
         ``n_blocks`` defaults to one block per worker thread; ``sizes`` (rows per block, in
         order) sets the blocks instead.
         """
-        import dask.array as da
-
-        if isinstance(X, da.Array):
+        if is_dask_array(X):
             return cls.from_dask_array(X, client=client, y=y)
         n = X.shape[0]
         if sizes is not None:
@@ -146,9 +152,7 @@ class RowBlocks:
         sparse = isinstance(X._meta, sp.spmatrix) or sp.issparse(X._meta)
         labels = None
         if y is not None:
-            import dask.array as da
-
-            if isinstance(y, da.Array):
+            if is_dask_array(y):
                 y = y.rechunk((X.chunks[0],))
                 labels = [client.compute(d) for d in y.to_delayed().ravel()]
             else:

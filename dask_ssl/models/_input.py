@@ -8,6 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, column_or_1d
 
 from ..linalg import RowBlocks
+from ..linalg.rowblocks import is_dask_array
 
 
 def _value_text(val: float) -> str:
@@ -58,9 +59,7 @@ def check_local(X):
 def as_input(X):
     """In-memory X checked by :func:`check_local`; RowBlocks and dask arrays as they are (they
     are checked where they live, by :func:`to_blocks`)."""
-    import dask.array as da
-
-    return X if isinstance(X, (RowBlocks, da.Array)) else check_local(X)
+    return X if isinstance(X, RowBlocks) or is_dask_array(X) else check_local(X)
 
 
 def to_blocks(X, client, n_blocks=None) -> RowBlocks:
@@ -70,9 +69,7 @@ def to_blocks(X, client, n_blocks=None) -> RowBlocks:
             raise ValueError("X has no rows")
         check_finite_blocks(X)
         return X
-    import dask.array as da
-
-    if isinstance(X, da.Array):
+    if is_dask_array(X):
         if X.ndim != 2:
             raise ValueError(f"X must be two-dimensional, got shape {X.shape}")
         if X.shape[0] == 0 or X.shape[1] == 0:

@@ -21,11 +21,11 @@ import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from ..kernels import check_kernel, kernel_matrix
 from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
 from ..linalg import RowBlocks
+from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import exact_root
 from ._input import check_local, encode_labels
 from ._s3vm import check_s3vm_params
@@ -231,7 +231,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         outs = []
         # Thousands of small factorizations: a threaded BLAS gains little on them and its
         # spinning threads cost up to 500x on a loaded host (0.5 s instead of 1 ms at n = 200).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             for k, cls in enumerate(targets):
                 self._part = (k, len(targets))
                 yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))

@@ -10,12 +10,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
 from ..linalg import RowBlocks, workerstate
+from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import MFNSolver, ws_init
 from ..linalg.recovery import solve_with_restarts
+from ..linalg.rowblocks import is_dask_array
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
@@ -211,7 +212,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             # The driver's BLAS work is d-sized and between round trips; a threaded BLAS
             # gains nothing there, and its spinning threads took a whole core from the
             # workers of a LocalCluster (RCV1-like TSVM: driver CPU 48 s in a 50 s fit).
-            with threadpool_limits(limits=1, user_api="blas"):
+            with single_blas_thread():
                 results = self._fit_targets(features, codes, targets, costs, coef_init, client,
                                             fit_part)
         finally:
@@ -289,12 +290,10 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     # prediction --------------------------------------------------------------------------
     def decision_function(self, X):
         """``X w + b``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
-        import dask.array as da
-
         check_is_fitted(self, "coef_")
         fm = getattr(self, "feature_map_", None)
         n_in = self.n_features_in_ if fm is not None else self.coef_.shape[1]
-        if isinstance(X, (RowBlocks, da.Array)):
+        if isinstance(X, RowBlocks) or is_dask_array(X):
             if len(X.shape) != 2 or X.shape[1] != n_in:
                 raise ValueError(f"X has shape {X.shape}; {type(self).__name__} is expecting "
                                  f"{n_in} features")
@@ -309,7 +308,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             W = np.column_stack([self.coef_, self.intercept_]).T
             parts = X.call(_block_scores, W, d)
             scores = np.concatenate(parts)
-        elif isinstance(X, da.Array):
+        elif is_dask_array(X):
             scores = X @ self.coef_.T + self.intercept_
         else:
             scores = np.asarray(X @ self.coef_.T) + self.intercept_

@@ -43,6 +43,7 @@ from ..kernels.nystrom import NystromFeatures
 from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
+from ..linalg.rowblocks import is_dask_array
 from ._graph_params import check_graph_hyperparameters, check_number
 from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
 from ._nystrom_manifold import fit_nystrom
@@ -61,9 +62,7 @@ def _gather_rows(X):
     if isinstance(X, RowBlocks):
         parts = X.client.gather(X.blocks)
         return sp.vstack(parts, format="csr") if X.sparse else np.vstack(parts)
-    import dask.array as da
-
-    if isinstance(X, da.Array):
+    if is_dask_array(X):
         X = X.compute()
     if sp.issparse(X):
         return sp.csr_matrix(X, dtype=np.float64)
@@ -349,8 +348,6 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """``f(x) = sum_i alpha_i K(x_i, x) + b`` per class column: shape (m,) for two classes
         (positive = ``classes_[1]``), (m, n_classes) otherwise."""
-        import dask.array as da
-
         check_is_fitted(self, "dual_coef_")
         args = (self.expansion_points_, self.dual_coef_, self.intercept_, self.kernel,
                 self.kernel_params_)
@@ -360,7 +357,7 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
             # down); a task fetches the block from wherever it is
             S = np.concatenate(X.map(_block_decision, *args))
         else:
-            if not isinstance(X, da.Array):
+            if not is_dask_array(X):
                 # scikit-learn's check of the feature count (and names), with its message
                 X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                                   ensure_all_finite=False)
