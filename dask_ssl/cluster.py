@@ -6,7 +6,6 @@ import atexit
 import importlib
 import logging
 import os
-import sys
 import threading
 from urllib.parse import urlsplit
 
@@ -14,6 +13,8 @@ from dask.system import CPU_COUNT
 from distributed import Client, LocalCluster, Nanny, Worker
 from distributed.system import MEMORY_LIMIT
 from distributed.diagnostics.plugin import WorkerPlugin
+
+from .kernel_cache import load_imported_kernels
 
 log = logging.getLogger(__name__)
 
@@ -60,44 +61,12 @@ def default_workers() -> int:
     return max(1, min(CPU_COUNT, by_memory))
 
 
-def load_cached_kernels(module) -> int:
-    """Load every numba kernel of ``module`` that has a cached compilation on disk, for every
-    signature cached (none is compiled anew); return how many were loaded.
-
-    numba loads a ``cache=True`` kernel on its first call, tens of ms each; the signatures come
-    from the cache's own index (a numba internal, hence the broad guard: a numba without it
-    leaves the kernels to load on first call, as before).
-    """
-    import numba.core.registry
-
-    loaded = 0
-    for fn in list(vars(module).values()):
-        if not isinstance(fn, numba.core.registry.CPUDispatcher):
-            continue
-        try:
-            index = fn._cache._cache_file._load_index()
-            magic = fn.targetctx.codegen().magic_tuple()
-            for sig, key_magic, _ in index:
-                if key_magic == magic:
-                    fn.compile(sig)
-                    loaded += 1
-        except Exception as exc:  # a warm-up must never break a worker
-            log.debug("could not preload %s: %r", fn, exc)
-    return loaded
-
-
 def warm_worker(modules=WORKER_MODULES) -> int:
     """Import ``modules`` and load their cached kernels (and those of their submodules
     already imported); return how many kernels were loaded."""
     for name in modules:
         importlib.import_module(name)
     return load_imported_kernels()
-
-
-def load_imported_kernels() -> int:
-    """Load the cached kernels of every dask-ssl module imported so far; return how many."""
-    return sum(load_cached_kernels(module) for name, module in list(sys.modules.items())
-               if name.startswith("dask_ssl.") and module is not None)
 
 
 class WarmWorker(WorkerPlugin):

@@ -31,6 +31,23 @@ def test_fresh_process_loads_cached_kernels_without_calling_them():
     assert n_compiled == 0  # from the cache, not compiled again
 
 
+def test_background_load_of_named_modules_compiles_nothing():
+    # what ``dask-ssl fit`` starts before its estimators are imported
+    kernels.loss_sum(np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
+    code = textwrap.dedent("""
+        import sys
+        from dask_ssl.kernel_cache import load_in_background
+        load_in_background(["dask_ssl.linalg.kernels"]).join()
+        kernels = sys.modules["dask_ssl.linalg.kernels"]
+        print(len(kernels.loss_sum.signatures), sum(kernels.loss_sum._cache_misses.values()))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    n_sigs, n_compiled = map(int, out.stdout.split())
+    assert n_sigs >= 1 and n_compiled == 0
+
+
 def test_plugin_loads_kernels_in_a_new_worker_before_any_task():
     kernels.loss_sum(np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0",

@@ -46,6 +46,10 @@ ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoi
 #: Flags of the Nystrom feature map: meaningless without a kernel.
 FEATURE_MAP_FLAGS = ("n_components", "landmarks")
 JOB_FILE = "job.json"
+#: Modules whose compiled kernels ``fit`` loads ahead: the svmlight reader's and those of the
+#: L2-SVM-MFN steps that every linear estimator (and the Nystrom and Laplacian ones) runs.
+PRELOADED_KERNELS = ("dask_ssl.data._numbers", "dask_ssl.data.svmlight",
+                     "dask_ssl.linalg.kernels", "dask_ssl.linalg.distinct")
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
 _NOT_FLAGS = ("func", "detach", "started")
 
@@ -144,6 +148,12 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     import distributed  # noqa: F401
 
     from ..data import svmlight  # noqa: F401
+    from ..kernel_cache import load_in_background
+
+    # The kernels of reading and of the linear solvers load while the estimators are imported
+    # and the data read (the command's worker threads share them), not on their first call
+    # inside the fit.
+    load_in_background(PRELOADED_KERNELS)
     from ..models.artifact import save_model
     from .outputs import write_outputs
 
