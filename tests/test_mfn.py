@@ -64,6 +64,21 @@ def test_result_independent_of_block_count(client, n_blocks):
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+def test_rmatvec_pair_is_two_rmatvecs_to_the_bit(sparse, bias):
+    from dask_ssl.linalg import kernels
+
+    rng = np.random.default_rng(5)
+    X, _ = problem(sparse, seed=5, n=400, d=30)
+    # rows where one, both or neither weight is zero
+    u = rng.normal(size=400) * (rng.random(400) < 0.5)
+    v = rng.normal(size=400) * (rng.random(400) < 0.3)
+    got_u, got_v = kernels.rmatvec_pair(X, u, v, bias)
+    assert np.array_equal(got_u, kernels.rmatvec(X, u, bias))
+    assert np.array_equal(got_v, kernels.rmatvec(X, v, bias))
+
+
 def test_dask_array_input_gives_the_numpy_model(client):
     import dask.array as da
 

@@ -34,6 +34,36 @@ def rmatvec(X, v: np.ndarray, bias: bool) -> np.ndarray:
     return out
 
 
+def rmatvec_pair(X, u: np.ndarray, v: np.ndarray, bias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``([X, 1]^T u, [X, 1]^T v)``: for a CSR block in one pass over its rows, skipping rows
+    where both are 0; the same sums in the same order as two :func:`rmatvec` calls, so the
+    same numbers."""
+    if not (sp.issparse(X) and X.format == "csr"):
+        return rmatvec(X, u, bias), rmatvec(X, v, bias)
+    d = X.shape[1]
+    out_u, out_v = np.zeros(d), np.zeros(d)
+    _csr_rmatvec_pair(unsigned_index(X.indptr), unsigned_index(X.indices), X.data,
+                      np.ascontiguousarray(u, np.float64), np.ascontiguousarray(v, np.float64),
+                      out_u, out_v)
+    if bias:
+        return np.concatenate([out_u, [u.sum()]]), np.concatenate([out_v, [v.sum()]])
+    return out_u, out_v
+
+
+@numba.njit(cache=True, nogil=True)
+def _csr_rmatvec_pair(indptr, indices, data, u, v, out_u, out_v):
+    # SciPy's X.T @ u scatters row by row in this order; one pass reads each row once for
+    # both (the CG assembly's right-hand side and start product: two passes before).
+    for i in range(indptr.size - 1):
+        ui, vi = u[i], v[i]
+        if ui == 0.0 and vi == 0.0:
+            continue
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            out_u[j] += data[k] * ui
+            out_v[j] += data[k] * vi
+
+
 def weighted_normal_product(X, a: np.ndarray, p: np.ndarray, bias: bool) -> np.ndarray:
     """``[X,1]^T diag(a) [X,1] p``: one CG product on the normal equations."""
     if isinstance(X, DistinctRows):

@@ -128,7 +128,8 @@ def ws_assemble(i, X, prologue, token, w, step, bias, gram, full, at_w):
     if not gram:
         # CG path: with the right-hand side goes the normal product at the start point
         # (``a * o`` is its inner half), so CG's first residual needs no trip of its own
-        return None, kernels.rmatvec(U, b, bias), loss, kernels.rmatvec(U, a * so, bias)
+        rhs, product = kernels.rmatvec_pair(U, b, a * so, bias)
+        return None, rhs, loss, product
     if not full and "a_prev" not in st:
         raise workerstate.StateLost(f"block {i} has no Gram bookkeeping to update")
     if full:
