@@ -29,3 +29,21 @@ def test_polling_wait_leaves_no_cycle_holding_the_blocks(client, monkeypatch):
         assert ref() is None
     finally:
         gc.enable()
+
+
+def _scaled_rows(i, X, v):
+    return X @ v
+
+
+def test_bytes_moved_counts_arguments_per_worker_and_results(client):
+    n_workers = len(client.nthreads())
+    blocks = RowBlocks.from_array(np.ones((60, 5)), client=client, n_blocks=2 * n_workers)
+    v = np.arange(5.0)
+    parts = blocks.call(_scaled_rows, v)
+    # v goes once to each worker holding blocks; every block's 15 outputs come back
+    assert blocks.bytes_moved == n_workers * v.nbytes + 60 * 8
+    assert np.concatenate(parts).sum() == 60 * v.sum()
+    before = blocks.bytes_moved
+    blocks.map(_scaled_rows, v)
+    # as tasks, the argument goes with every block's task
+    assert blocks.bytes_moved - before == blocks.n_blocks * v.nbytes + 60 * 8

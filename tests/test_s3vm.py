@@ -174,6 +174,16 @@ def test_candidate_fetch_trip_keeps_the_result(client, data, tsvm_half, monkeypa
             > tsvm_half.history_[-1]["round_trips"] - tsvm_half.history_[0]["round_trips"])
 
 
+def test_stage_records_count_trips_and_bytes(tsvm_half, da_half):
+    for est in (tsvm_half, da_half):
+        trips = [r["round_trips"] for r in est.history_]
+        moved = [r["bytes"] for r in est.history_]
+        # running totals: every stage makes trips, and each trip moves at least a vector
+        assert all(b > a for a, b in zip(trips, trips[1:]))
+        assert all(b > a for a, b in zip(moved, moved[1:]))
+        assert moved[-1] >= 8 * trips[-1]
+
+
 def test_worker_count_does_not_change_result(data, tsvm_half, da_half):
     X, yl, _ = data
     common = dict(gamma=1e-2, gamma_u=0.5, unlabeled=0)

@@ -314,7 +314,7 @@ class DADriver:
         record = {"stage": self.stage, "T": self.T, "objective": objective, "entropy": entropy,
                   "kl": kl, "inner": inner, "mean_p": sum(p[2] for p in parts) / self.u,
                   "seconds": time.perf_counter() - t0,
-                  "round_trips": self.blocks.round_trips}
+                  "round_trips": self.blocks.round_trips, "bytes": self.blocks.bytes_moved}
         stalled = bool(self.history) and abs(self.history[-1]["entropy"] - entropy) < self.u * est.epsilon
         self.history.append(record)
         self.stage += 1

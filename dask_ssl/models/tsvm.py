@@ -329,6 +329,7 @@ class TSVMDriver:
                 self.gamma_u_cur = min(g * GAMMA_U_FACTOR, est.gamma_u)
         record["seconds"] = time.perf_counter() - t0
         record["round_trips"] = self.blocks.round_trips
+        record["bytes"] = self.blocks.bytes_moved
         self.history.append(record)
         self.stage += 1
         return record

@@ -12,7 +12,8 @@ The phases are reported on standard error as they end, and in ``model.json`` as 
 ``read``
     Parsing the data on the workers, gathering the labels, choosing ``--labeled``.
 ``fit``
-    The estimator's ``fit`` (its round trips are printed beside it and kept in ``round_trips``).
+    The estimator's ``fit`` (its round trips are printed beside it and kept in ``round_trips``;
+    the bytes of their arguments and results in ``bytes_moved``).
 ``scores``
     The decision values of every row and the training metrics.
 ``write``
@@ -186,7 +187,8 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     t_write = time.perf_counter()
     if args.outputs:
         write_outputs(args.outputs, scores)
-    extra = {"data": str(args.data), "round_trips": int(blocks.round_trips)}
+    extra = {"data": str(args.data), "round_trips": int(blocks.round_trips),
+             "bytes_moved": int(blocks.bytes_moved)}
     if encoding is not None:
         extra["kdd99_encoding"] = encoding
     # The model directory is written last, so its figures cover everything before it; each
