@@ -48,6 +48,14 @@ def _check_int(name, value):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _fingerprint(product, R) -> dict:
+    """What identifies a system ``A W = R`` for its checkpoint: the right-hand side and ``A``
+    times a fixed probe (one more product), i.e. the data, the graph, the labels and costs and
+    the parameters of the system."""
+    probe = np.random.default_rng(0).standard_normal((R.shape[0], 1))
+    return {"rhs": R, "probe": product(probe)}
+
+
 class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     """What LinearLapRLS and LinearLapSVM share: parameters, the graph, the lined-up rows."""
 
@@ -58,7 +66,8 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
                  weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
                  search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
                  landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None):
+                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None,
+                 checkpoint=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
@@ -82,6 +91,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.client = client
         self.n_blocks = n_blocks
         self.random_state = random_state
+        self.checkpoint = checkpoint
 
     def _check_params(self) -> None:
         check_positive("gamma_A", self.gamma_A)
@@ -95,6 +105,8 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         if self.solver not in ("auto", "gram", "cg"):
             raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
         self._check_feature_map()
+        if self.checkpoint is not None and not isinstance(self.checkpoint, str):
+            raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
 
     def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
             resume=False):
@@ -215,37 +227,13 @@ class LinearLapRLS(_LinearManifold):
     feature_map_ : NystromFeatures or None
     """
 
-    def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
-                 weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
-                 search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
-                 landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None,
-                 checkpoint=None):
-        super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, n_neighbors=n_neighbors,
-                         metric=metric, weights=weights, t=t, symmetrize=symmetrize,
-                         normalized=normalized, p=p, partition=partition,
-                         search_epsilon=search_epsilon, kernel=kernel,
-                         kernel_params=kernel_params, n_components=n_components,
-                         landmarks=landmarks, tol=tol, max_iter=max_iter,
-                         fit_intercept=fit_intercept, solver=solver, unlabeled=unlabeled,
-                         client=client, n_blocks=n_blocks, random_state=random_state)
-        self.checkpoint = checkpoint
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.checkpoint is not None and not isinstance(self.checkpoint, str):
-            raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
-
     def _cg_checkpoint(self, product, R):
-        """The CG state's checkpoint, identified by the right-hand side and ``A`` times a fixed
-        probe (one more product): the data, the graph and the parameters of the system."""
+        """The CG state's checkpoint (see :func:`_fingerprint`)."""
         if self.checkpoint is None:
             return None
         from ..loop.cg import CGCheckpoint
 
-        probe = np.random.default_rng(0).standard_normal((R.shape[0], 1))
-        return CGCheckpoint(self.checkpoint, {"rhs": R, "probe": product(probe)},
-                            resume=self._resume)
+        return CGCheckpoint(self.checkpoint, _fingerprint(product, R), resume=self._resume)
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         dg = self._dg
@@ -366,6 +354,16 @@ class LinearLapSVM(_LinearManifold):
         tau of the active-set stopping rule and epsilon of CG (as :class:`L2SVM`).
     max_iter : int, default=1000
         Maximum Newton steps.
+    checkpoint : str, optional
+        Local path or fsspec URL of a directory where each one-vs-rest part (``part-<k>``
+        below it with more than two classes) saves its Newton state (``w``, steps and CG
+        iterations taken, objective history) after every Newton step and its result when it
+        ends, atomically (:class:`~dask_ssl.loop.NewtonCheckpoint`). ``fit(..., resume=True)``
+        continues a killed fit from there: finished parts are not solved again, the
+        interrupted one goes on from its last step (its outputs recomputed from ``w``). A state
+        saved for other data, labels or parameters is refused; it is identified by the
+        labeled right-hand side and the system matrix times a fixed probe, ``p + 4`` round
+        trips per part.
 
     Attributes
     ----------
@@ -385,12 +383,34 @@ class LinearLapSVM(_LinearManifold):
         self.round_trips_per_iter_ = trips / products if products else None
         return results
 
+    def _newton_checkpoint(self, y, costs):
+        """The current part's Newton checkpoint, identified (:func:`_fingerprint`) by
+        ``X_l^T C y`` and ``(gamma_A I + X_l^T C X_l + gamma_I X^T M X)`` times the probe:
+        the data, graph, labels, costs and parameters of this part's problem."""
+        url = self._part_checkpoint()
+        if url is None:
+            return None
+        from ..loop.checkpoint import has_checkpoint
+        from ..loop.newton import NewtonCheckpoint
+
+        dg = self._dg
+        dg.set_rows("c", np.where(y != 0, costs, 0.0))
+        dg.set_rows("y", y[:, None])
+        gamma_A, gamma_I = float(self.gamma_A), float(self.gamma_I)
+        fingerprint = _fingerprint(
+            lambda P: gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c")),
+            dg.rhs("c", "y"))
+        # a fit cut before a later class began left no state for it: that part starts afresh
+        resume = self._resume and (self._part[0] == 0 or has_checkpoint(url))
+        return NewtonCheckpoint(url, fingerprint, resume=resume)
+
     def _fit_binary(self, blocks, y, costs, w0, token):
+        checkpoint = self._newton_checkpoint(y, costs)
         init_blocks(blocks, token, hinge_costs(y, costs))
         solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I,
                                 H=self._H, bias=self.fit_intercept, gram=self._H is not None,
                                 tol=self.tol, max_newton=self.max_iter)
-        res = solver.solve(w0, self.gamma_A)
+        res = solver.solve(w0, self.gamma_A, checkpoint=checkpoint)
         self._n_cg.append(res.n_cg)
         self._cg_trips[0] += solver.cg_trips
         self._cg_trips[1] += solver.cg_products
