@@ -333,3 +333,46 @@ def test_lapsvm_refuses_a_checkpoint_of_another_system(client, tmp_path):
             est.fit(X, labels, resume=True)
     with pytest.raises(ValueError, match="checkpoint must be a path"):
         LinearLapSVM(checkpoint=1, **kw).fit(X, y)
+
+
+def test_auto_graph_weight_leave_one_out_is_exact():
+    """The leave-one-out residuals of every candidate equal refits without each labeled row
+    (the graph stays on all rows, the other rows' costs unchanged)."""
+    from dask_ssl.models._graph_weight import AUTO_RHO, loo_gamma_I
+
+    rng = np.random.default_rng(0)
+    n, d, l = 60, 5, 20
+    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
+    W = sp.random(n, n, density=0.1, random_state=1)
+    W = (W + W.T).toarray()
+    H = Xa.T @ (np.diag(W.sum(axis=1)) - W) @ Xa
+    Xl, cl = Xa[:l], np.full(l, 1.0 / l)
+    Yl = np.column_stack([np.where(Xl[:, 0] + 0.3 * rng.normal(size=l) > 0, 1.0, -1.0)])
+    G = Xl.T @ (cl[:, None] * Xl)
+    gamma_I, selection = loo_gamma_I(G, H, Xl, cl, Yl, 1e-2)
+    assert [r["rho"] for r in selection] == list(AUTO_RHO)
+    for r in selection:
+        loo = np.empty(l)
+        for i in range(l):
+            keep = np.arange(l) != i
+            A = (Xl[keep].T @ (cl[keep, None] * Xl[keep]) + 1e-2 * np.eye(d + 1)
+                 + r["gamma_I"] * H)
+            loo[i] = Xl[i] @ np.linalg.solve(A, Xl[keep].T @ (cl[keep] * Yl[keep, 0]))
+        assert r["squared"] == pytest.approx(np.sum((Yl[:, 0] - loo) ** 2), rel=1e-9)
+        assert r["errors"] == np.sum(np.sign(loo) != Yl[:, 0])
+    best = min(selection, key=lambda r: (r["errors"], r["squared"]))
+    assert gamma_I == best["gamma_I"]
+    assert selection[2]["gamma_I"] == pytest.approx(1e-3 * np.trace(G) / np.trace(H))
+
+
+@pytest.mark.parametrize("cls", [LinearLapRLS, LinearLapSVM])
+def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls):
+    X, y = problem(seed=5, n_labeled=60)
+    auto = cls(gamma_A=1e-3, p=1, client=client, n_blocks=2).fit(X, y)
+    assert auto.gamma_I_ in [r["gamma_I"] for r in auto.gamma_I_selection_]
+    fixed = cls(gamma_A=1e-3, gamma_I=auto.gamma_I_, p=1, client=client, n_blocks=2).fit(X, y)
+    assert fixed.gamma_I_selection_ is None
+    np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-9, atol=1e-12)
+    # the CG path takes the linear paper's weight
+    cg = cls(gamma_A=1e-3, p=1, solver="cg", client=client, n_blocks=2).fit(X, y)
+    assert cg.gamma_I_ == 1e-2 and cg.gamma_I_selection_ is None

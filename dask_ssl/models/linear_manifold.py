@@ -37,6 +37,7 @@ from ..graph.partition import check_partition
 from ..graph.weights import Graph, check_graph_params, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
+from ._graph_weight import loo_gamma_I
 from ._input import as_input, n_rows_of
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
@@ -46,6 +47,11 @@ from .l2svm import hinge_costs, init_blocks
 def _check_int(name, value):
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+#: ``gamma_I="auto"`` on the CG path (large d), where leave-one-out would need ``A^-1`` on every
+#: labeled row: the linear paper's weight.
+CG_GAMMA_I = 1e-2
 
 
 def _fingerprint(product, R) -> dict:
@@ -62,7 +68,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     #: With every row labeled the graph term still shapes w: no fallback to the plain L2-SVM.
     _supervised_fallback = False
 
-    def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
+    def __init__(self, *, gamma_A=1e-3, gamma_I="auto", n_neighbors=10, metric="euclidean",
                  weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
                  search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
                  landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
@@ -95,7 +101,8 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
 
     def _check_params(self) -> None:
         check_positive("gamma_A", self.gamma_A)
-        check_positive("gamma_I", self.gamma_I, allow_zero=True)
+        if not (isinstance(self.gamma_I, str) and self.gamma_I == "auto"):
+            check_positive("gamma_I", self.gamma_I, allow_zero=True)
         check_positive("tol", self.tol)
         check_positive("search_epsilon", self.search_epsilon, allow_zero=True)
         _check_int("max_iter", self.max_iter)
@@ -140,6 +147,32 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         return self.solver == "gram" or (self.solver == "auto"
                                          and blocks.n_features <= GRAM_MAX_FEATURES)
 
+    def _set_targets(self, codes, targets, costs):
+        """Keep the labeled costs ``c`` and the +1/-1 target columns ``Y`` (0 on unlabeled rows)
+        beside the data blocks; returns ``(c, Y)``."""
+        labeled = codes >= 0
+        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
+                             for cls in targets])
+        c = np.where(labeled, costs, 0.0)
+        self._dg.set_rows("c", c)
+        self._dg.set_rows("y", Y)
+        return c, Y
+
+    def _graph_weight(self, G=None, H=None) -> float:
+        """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) from the Gram matrices
+        ``G`` (labeled loss) and ``H`` (graph term) after :meth:`_set_targets`; without them
+        (CG path) :data:`CG_GAMMA_I`. Sets ``gamma_I_`` and ``gamma_I_selection_``."""
+        self.gamma_I_selection_ = None
+        if not isinstance(self.gamma_I, str):
+            self.gamma_I_ = float(self.gamma_I)
+        elif G is None:
+            self.gamma_I_ = CG_GAMMA_I
+        else:
+            Xl, cl, Yl = self._dg.rows_where("c", "y")
+            self.gamma_I_, self.gamma_I_selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
+                                                                 float(self.gamma_A))
+        return self.gamma_I_
+
     def _prepare(self, blocks, features, client):
         t0 = time.perf_counter()
         graph = self._graph_in
@@ -177,8 +210,13 @@ class LinearLapRLS(_LinearManifold):
     ----------
     gamma_A : float, default=1e-3
         Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma`` (``gamma_I = 0`` is RLS).
-    gamma_I : float, default=1e-2
-        Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor.
+    gamma_I : float or "auto", default="auto"
+        Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor. "auto":
+        on the Gram path, the candidate ``rho tr(G) / tr(H)``, ``rho`` in
+        :data:`~dask_ssl.models._graph_weight.AUTO_RHO` (0 included), with the fewest
+        leave-one-out errors of LapRLS on the labeled rows (exact; see
+        :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read); on the CG path
+        :data:`CG_GAMMA_I` = 1e-2. The value used is ``gamma_I_``.
     n_neighbors, metric, weights, t, symmetrize, normalized, p, partition, search_epsilon
         The graph and ``M = L^p``, as in :class:`GraphTransduction` (here ``partition`` defaults
         to None: the data's blocks; ``"metis"`` moves the data rows once to the re-split).
@@ -215,6 +253,11 @@ class LinearLapRLS(_LinearManifold):
     coef_, intercept_, classes_, objective_, n_iter_
         ``objective_`` is the minimized objective above per class; ``n_iter_`` the CG
         iterations (0 on the Gram path).
+    gamma_I_ : float
+        The gamma_I used.
+    gamma_I_selection_ : list of dict or None
+        With ``gamma_I="auto"`` on the Gram path: per candidate ``rho``, ``gamma_I``,
+        leave-one-out ``errors`` and ``squared`` residual on the labeled rows.
     graph_ : Graph
     graph_seconds_ : float
         Time of the kNN graph build (0 for a given graph), inside ``fit_seconds_``.
@@ -237,24 +280,20 @@ class LinearLapRLS(_LinearManifold):
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         dg = self._dg
-        labeled = codes >= 0
-        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
-                             for cls in targets])
-        c = np.where(labeled, costs, 0.0)
-        dg.set_rows("c", c)
-        dg.set_rows("y", Y)
-        gamma_A, gamma_I = float(self.gamma_A), float(self.gamma_I)
+        c, Y = self._set_targets(codes, targets, costs)
+        gamma_A = float(self.gamma_A)
         self.round_trips_per_iter_ = None
         if self._gram_path(blocks):
             G, R = dg.weighted_gram("c", "y")
             H = dg.gram()
+            gamma_I = self._graph_weight(G, H)
             A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
             AW = A @ W
             n_iter, history = [0] * len(targets), [[] for _ in targets]
         else:
             R = dg.rhs("c", "y")
-
+            gamma_I = self._graph_weight()
             products = [0]
 
             def apply(P):
@@ -349,7 +388,9 @@ class LinearLapSVM(_LinearManifold):
     gamma_A, gamma_I, n_neighbors, metric, weights, t, symmetrize, normalized, p, partition,
     search_epsilon, kernel, kernel_params, n_components, landmarks, fit_intercept, solver,
     unlabeled, client, n_blocks, random_state
-        As in :class:`LinearLapRLS`.
+        As in :class:`LinearLapRLS`; ``gamma_I="auto"`` is LapRLS's choice on the same graph and
+        labels (its leave-one-out is exact; the Newton systems here are LapRLS systems on the
+        active set).
     tol : float, default=1e-6
         tau of the active-set stopping rule and epsilon of CG (as :class:`L2SVM`).
     max_iter : int, default=1000
@@ -372,6 +413,11 @@ class LinearLapSVM(_LinearManifold):
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         self._H = self._dg.gram() if self._gram_path(blocks) else None
+        if self._H is not None and self.gamma_I == "auto":
+            self._set_targets(codes, targets, costs)
+            self._graph_weight(self._dg.weighted_gram("c", "y")[0], self._H)
+        else:
+            self._graph_weight()
         self._n_cg, self._cg_trips = [], [0, 0]
         try:
             results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client,
@@ -396,7 +442,7 @@ class LinearLapSVM(_LinearManifold):
         dg = self._dg
         dg.set_rows("c", np.where(y != 0, costs, 0.0))
         dg.set_rows("y", y[:, None])
-        gamma_A, gamma_I = float(self.gamma_A), float(self.gamma_I)
+        gamma_A, gamma_I = float(self.gamma_A), self.gamma_I_
         fingerprint = _fingerprint(
             lambda P: gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c")),
             dg.rhs("c", "y"))
@@ -407,7 +453,7 @@ class LinearLapSVM(_LinearManifold):
     def _fit_binary(self, blocks, y, costs, w0, token):
         checkpoint = self._newton_checkpoint(y, costs)
         init_blocks(blocks, token, hinge_costs(y, costs))
-        solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I,
+        solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I_,
                                 H=self._H, bias=self.fit_intercept, gram=self._H is not None,
                                 tol=self.tol, max_newton=self.max_iter)
         res = solver.solve(w0, self.gamma_A, checkpoint=checkpoint)
