@@ -49,7 +49,9 @@ def main() -> None:
     ap.add_argument("--blocks", type=int)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--gamma", type=float, default=1e-3, help="gamma (svm, tsvm) = gamma_A")
-    ap.add_argument("--gamma-i", type=float, default=1e-2)
+    ap.add_argument("--gamma-i", type=lambda v: v if v == "auto" else float(v), default="auto",
+                    help="gamma_I of the Laplacian methods, or 'auto' (their default: "
+                         "leave-one-out on the labeled rows on the Gram path, 1e-2 on CG)")
     ap.add_argument("--gamma-u", type=float, default=None)
     ap.add_argument("--neighbors", type=int, default=10)
     ap.add_argument("--methods", default=None)
@@ -116,8 +118,13 @@ def main() -> None:
                 err = 100 * np.mean(m.predict(blocks)[unl] != y[unl])
                 total = m.fit_seconds_ + (graph_s if uses_graph else 0.0)
                 print(f"{n_labels:6d} {name:14s} {m.fit_seconds_:8.1f} {total:8.1f} {trips:7d} "
-                      f"{'-' if per_it is None else f'{per_it:.1f}':>9s} {iters:6d} "
+                      f"{'-' if per_it is None else f'{per_it:.1f}':>9s} {iters!s:>6s} "
                       f"{err:12.3f} {worker_peak_rss(client):12.0f}", flush=True)
+                if uses_graph:
+                    chosen = ", ".join(f"rho {r['rho']:g}: {r['errors']}"
+                                       for r in m.gamma_I_selection_ or [])
+                    print(f"{'':6s} {'':14s} gamma_I = {m.gamma_I_:.4g}"
+                          + (f" (leave-one-out errors {chosen})" if chosen else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")
     fit.add_argument("--checkpoint", metavar="DIR",
                      help="checkpoint the outer loop after every stage (tsvm, da), the CG state "
-                          "every 10 iterations (linlaprls); resume with 'resume DIR'")
+                          "every 10 iterations (linlaprls), the Newton state after every step "
+                          "(linlapsvm); resume with 'resume DIR'")
     fit.add_argument("--model-out", required=True, metavar="DIR")
     fit.add_argument("--outputs", metavar="FILE", help="write one decision value per input row")
     fit.add_argument("--detach", action="store_true",

@@ -299,3 +299,38 @@ def test_nystrom_and_linear_laplacian_fit_then_predict(client, tmp_path, algorit
     _, truth = write_problem(tmp_path / "full.svm", n=150)
     hidden = y == 0
     assert np.mean(np.sign(fitted[hidden]) == truth[hidden]) > 0.8
+
+
+def test_linlapsvm_fit_killed_after_a_newton_step_resumes_from_the_shell(client, tmp_path,
+                                                                         monkeypatch):
+    """``fit --checkpoint`` killed after the first Newton step; ``dask-ssl resume DIR`` writes
+    the model the uninterrupted fit writes."""
+    from dask_ssl.loop import NewtonCheckpoint
+
+    data = tmp_path / "train.svm"
+    write_problem(data, n=150, unlabeled_every=3)
+    ck = tmp_path / "ck"
+    flags = ["fit", "--data", str(data), "--algorithm", "linlapsvm", "--n-neighbors", "8",
+             "--gamma-A", "1e-4", "--gamma-I", "1e-4"]
+    original = NewtonCheckpoint.save
+
+    def killed_after_step_1(self, state):
+        original(self, state)
+        if state["steps"] == 1 and "objective" not in state:
+            raise RuntimeError("killed")
+
+    with client.as_current():
+        assert main(flags + ["--model-out", str(tmp_path / "whole")]) == 0
+        monkeypatch.setattr(NewtonCheckpoint, "save", killed_after_step_1)
+        with pytest.raises(RuntimeError, match="killed"):
+            main(flags + ["--model-out", str(tmp_path / "resumed"), "--checkpoint", str(ck)])
+        monkeypatch.setattr(NewtonCheckpoint, "save", original)
+        assert not (tmp_path / "resumed").exists()
+        assert json.loads((ck / "state.json").read_text())["steps"] == 1
+        assert main(["resume", str(ck)]) == 0
+    whole = json.loads((tmp_path / "whole" / "model.json").read_text())
+    resumed = json.loads((tmp_path / "resumed" / "model.json").read_text())
+    assert whole["n_iter"] == resumed["n_iter"] > 1
+    assert resumed["objective"] == pytest.approx(whole["objective"], rel=1e-10)
+    np.testing.assert_allclose(load_model(tmp_path / "resumed").coef_,
+                               load_model(tmp_path / "whole").coef_, rtol=1e-8)

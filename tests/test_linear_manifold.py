@@ -214,3 +214,165 @@ def test_laprls_cg_killed_mid_solve_resumes_from_its_checkpoint(client, tmp_path
             est.fit(X, labels, resume=True)
     with pytest.raises(ValueError, match="holds no checkpoint"):
         LinearLapRLS(checkpoint=str(tmp_path / "none"), **kw).fit(X, y, resume=True)
+
+
+def _files(d):
+    return sorted(p.name for p in d.iterdir())
+
+
+def _count_line_searches(monkeypatch):
+    """Line searches (one per Newton step but the last) made from now on."""
+    from dask_ssl.models.linear_manifold import GraphMFNSolver
+
+    calls = []
+    search = GraphMFNSolver._line_search
+    monkeypatch.setattr(GraphMFNSolver, "_line_search",
+                        lambda self, *a: calls.append(1) or search(self, *a))
+    return calls
+
+
+def test_lapsvm_killed_after_a_newton_step_resumes_to_the_same_solution(client, tmp_path,
+                                                                      monkeypatch):
+    """Three classes (one part each): killed after the second Newton step of the last part,
+    the fit resumes with the finished parts as saved and the last one from its step 2, to the
+    uninterrupted solution; each part's directory holds one state and its arrays, nothing else."""
+    import json
+
+    from dask_ssl.loop import NewtonCheckpoint
+
+    X, y = problem(seed=3, n_labeled=100)
+    kw = dict(gamma_A=1e-3, gamma_I=1e-3, p=1, solver="gram", tol=1e-10, client=client,
+              n_blocks=2)
+    full = LinearLapSVM(**kw).fit(X, y)
+    assert full.n_iter_[2] >= 3
+    ck = tmp_path / "ck"
+    original = NewtonCheckpoint.save
+
+    def killed_after_step_2_of_part_2(self, state):
+        original(self, state)
+        if self.url.endswith("part-2") and state["steps"] == 2 and "objective" not in state:
+            raise RuntimeError("killed")
+
+    monkeypatch.setattr(NewtonCheckpoint, "save", killed_after_step_2_of_part_2)
+    with pytest.raises(RuntimeError, match="killed"):
+        LinearLapSVM(checkpoint=str(ck), **kw).fit(X, y)
+    monkeypatch.setattr(NewtonCheckpoint, "save", original)
+    states = [json.loads((ck / f"part-{k}" / "state.json").read_text()) for k in range(3)]
+    assert [s["done"] for s in states] == [True, True, False] and states[2]["steps"] == 2
+    for k in range(3):
+        assert _files(ck / f"part-{k}") == sorted(["state.json", states[k]["arrays"]])
+    searches = _count_line_searches(monkeypatch)
+    resumed = LinearLapSVM(checkpoint=str(ck), **kw).fit(X, y, resume=True)
+    assert len(searches) == full.n_iter_[2] - 1 - 2  # only the rest of the last part
+    np.testing.assert_allclose(resumed.coef_, full.coef_, rtol=1e-8, atol=0)
+    np.testing.assert_allclose(resumed.intercept_, full.intercept_, rtol=1e-8)
+    np.testing.assert_array_equal(resumed.n_iter_, full.n_iter_)
+    np.testing.assert_allclose(resumed.objective_, full.objective_, rtol=1e-10)
+    # the finished parts were not saved again; the last one ended with its result
+    for k in range(2):
+        assert json.loads((ck / f"part-{k}" / "state.json").read_text()) == states[k]
+    assert json.loads((ck / "part-2" / "state.json").read_text())["done"]
+
+
+def test_lapsvm_crash_mid_write_keeps_the_previous_state(client, tmp_path, monkeypatch):
+    """CG path, two classes: a save that fails while writing its state.json leaves the step
+    before in force and no file of its own; resuming from there reaches the same solution."""
+    import json
+
+    from dask_ssl.loop import checkpoint
+
+    X, y = problem(seed=3, n_classes=2, n_labeled=100)
+    X = sp.csr_matrix(X)
+    kw = dict(gamma_A=1e-3, gamma_I=1e-3, p=1, solver="cg", tol=1e-10, client=client,
+              n_blocks=2)
+    full = LinearLapSVM(**kw).fit(X, y)
+    assert full.n_iter_ >= 3
+    ck = tmp_path / "ck"
+    dump = json.dump
+
+    def dies_writing_step_2(doc, f, **kwargs):
+        if doc["steps"] == 2:
+            f.write('{"kind": "new')
+            raise RuntimeError("killed")
+        dump(doc, f, **kwargs)
+
+    monkeypatch.setattr(checkpoint.json, "dump", dies_writing_step_2)
+    with pytest.raises(RuntimeError, match="killed"):
+        LinearLapSVM(checkpoint=str(ck), **kw).fit(X, y)
+    monkeypatch.setattr(checkpoint.json, "dump", dump)
+    state = json.loads((ck / "state.json").read_text())
+    assert state["steps"] == 1 and _files(ck) == sorted(["state.json", state["arrays"]])
+    searches = _count_line_searches(monkeypatch)
+    resumed = LinearLapSVM(checkpoint=str(ck), **kw).fit(X, y, resume=True)
+    assert len(searches) == full.n_iter_ - 1 - 1
+    np.testing.assert_allclose(resumed.coef_, full.coef_, rtol=1e-8, atol=0)
+    np.testing.assert_allclose(resumed.intercept_, full.intercept_, rtol=1e-8)
+    assert resumed.n_iter_ == full.n_iter_
+    np.testing.assert_allclose([h["objective"] for h in resumed.history_],
+                               [h["objective"] for h in full.history_], rtol=1e-10)
+    state = json.loads((ck / "state.json").read_text())
+    assert state["done"] and _files(ck) == sorted(["state.json", state["arrays"]])
+
+
+def test_lapsvm_refuses_a_checkpoint_of_another_system(client, tmp_path):
+    X, y = problem(seed=3, n_classes=2, n_labeled=100)
+    kw = dict(gamma_A=1e-3, gamma_I=1e-3, p=1, tol=1e-10, client=client, n_blocks=2)
+    ck, rls = str(tmp_path / "ck"), str(tmp_path / "rls")
+    LinearLapSVM(checkpoint=ck, **kw).fit(X, y)
+    LinearLapRLS(checkpoint=rls, solver="cg", **kw).fit(X, y)
+    y2 = y.copy()
+    y2[np.flatnonzero(y >= 0)[-1]] = 1 - y2[np.flatnonzero(y >= 0)[-1]]
+    for est, labels, message in (
+            (LinearLapSVM(checkpoint=ck, **kw), y2, "Newton state of another system"),
+            (LinearLapSVM(checkpoint=ck, **{**kw, "gamma_I": 0.002}), y, "another system"),
+            (LinearLapSVM(checkpoint=ck, **{**kw, "gamma_A": 0.002}), y, "another system"),
+            (LinearLapSVM(checkpoint=rls, **kw), y, "'cg' checkpoint, not a Newton solve"),
+            (LinearLapRLS(checkpoint=ck, solver="cg", **kw), y, "not a CG solve"),
+            (LinearLapSVM(checkpoint=str(tmp_path / "none"), **kw), y, "holds no checkpoint")):
+        with pytest.raises(ValueError, match=message):
+            est.fit(X, labels, resume=True)
+    with pytest.raises(ValueError, match="checkpoint must be a path"):
+        LinearLapSVM(checkpoint=1, **kw).fit(X, y)
+
+
+def test_auto_graph_weight_leave_one_out_is_exact():
+    """The leave-one-out residuals of every candidate equal refits without each labeled row
+    (the graph stays on all rows, the other rows' costs unchanged)."""
+    from dask_ssl.models._graph_weight import AUTO_RHO, loo_gamma_I
+
+    rng = np.random.default_rng(0)
+    n, d, l = 60, 5, 20
+    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
+    W = sp.random(n, n, density=0.1, random_state=1)
+    W = (W + W.T).toarray()
+    H = Xa.T @ (np.diag(W.sum(axis=1)) - W) @ Xa
+    Xl, cl = Xa[:l], np.full(l, 1.0 / l)
+    Yl = np.column_stack([np.where(Xl[:, 0] + 0.3 * rng.normal(size=l) > 0, 1.0, -1.0)])
+    G = Xl.T @ (cl[:, None] * Xl)
+    gamma_I, selection = loo_gamma_I(G, H, Xl, cl, Yl, 1e-2)
+    assert [r["rho"] for r in selection] == list(AUTO_RHO)
+    for r in selection:
+        loo = np.empty(l)
+        for i in range(l):
+            keep = np.arange(l) != i
+            A = (Xl[keep].T @ (cl[keep, None] * Xl[keep]) + 1e-2 * np.eye(d + 1)
+                 + r["gamma_I"] * H)
+            loo[i] = Xl[i] @ np.linalg.solve(A, Xl[keep].T @ (cl[keep] * Yl[keep, 0]))
+        assert r["squared"] == pytest.approx(np.sum((Yl[:, 0] - loo) ** 2), rel=1e-9)
+        assert r["errors"] == np.sum(np.sign(loo) != Yl[:, 0])
+    best = min(selection, key=lambda r: (r["errors"], r["squared"]))
+    assert gamma_I == best["gamma_I"]
+    assert selection[2]["gamma_I"] == pytest.approx(1e-3 * np.trace(G) / np.trace(H))
+
+
+@pytest.mark.parametrize("cls", [LinearLapRLS, LinearLapSVM])
+def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls):
+    X, y = problem(seed=5, n_labeled=60)
+    auto = cls(gamma_A=1e-3, p=1, client=client, n_blocks=2).fit(X, y)
+    assert auto.gamma_I_ in [r["gamma_I"] for r in auto.gamma_I_selection_]
+    fixed = cls(gamma_A=1e-3, gamma_I=auto.gamma_I_, p=1, client=client, n_blocks=2).fit(X, y)
+    assert fixed.gamma_I_selection_ is None
+    np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-9, atol=1e-12)
+    # the CG path takes the linear paper's weight
+    cg = cls(gamma_A=1e-3, p=1, solver="cg", client=client, n_blocks=2).fit(X, y)
+    assert cg.gamma_I_ == 1e-2 and cg.gamma_I_selection_ is None

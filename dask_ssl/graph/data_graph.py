@@ -142,6 +142,15 @@ def _weighted(i, X, token, name, rhs, bias, gram):
     return gram_rows(X, rows, a[rows], bias), right
 
 
+def _rows_where(i, X, token, name, others, bias):
+    """The rows of ``[X, 1]`` (dense) where the values under ``name`` are nonzero, and those
+    rows' values under ``name`` and each of ``others``."""
+    s = workerstate.get(token, i)
+    rows = np.flatnonzero(s[name])
+    part = _columns(X[rows], slice(0, X.shape[1] + (1 if bias else 0)), bias)
+    return (part, *(s[key][rows] for key in (name, *others)))
+
+
 # driver side ------------------------------------------------------------------------------
 
 class DataGraph:
@@ -207,6 +216,12 @@ class DataGraph:
         parts = self.blocks.call(_weighted, self.token, name, rhs, self.bias, False,
                                  combine=_sum_pairs)
         return _sum_pairs(parts)[0]
+
+    def rows_where(self, name: str, *others: str) -> tuple:
+        """``([X,1]`` rows where the values set under ``name`` are nonzero, dense; their values
+        under ``name`` and each of ``others``)``, in block order: one round trip."""
+        parts = self.blocks.call(_rows_where, self.token, name, others, self.bias)
+        return tuple(np.concatenate(col) for col in zip(*parts))
 
     def _halos(self, send_rows):
         return self.op._halos(send_rows)

@@ -384,22 +384,39 @@ class MFNSolver:
         return exact_root(lo, float(der[k - 1]), float(slope[k - 1]), positions, changes, hi)
 
     def solve(self, w0: np.ndarray | None, gamma: float, *, prologue=None,
-              epilogue=None) -> MFNResult:
+              epilogue=None, checkpoint=None) -> MFNResult:
         """Run Newton steps from ``w0`` (zeros if None) until the active set is stable.
 
         ``prologue``, a list with one ``(fn, *args)`` per block, runs ``fn(i, X, state, *args)``
         on each block's worker-side state before the first Newton system is assembled (in
         the same round trip). ``epilogue`` ``(fn, *args)`` runs the same way on the final
         outputs; its per-block results are returned in ``MFNResult.extra``.
+
+        ``checkpoint`` (a :class:`~dask_ssl.loop.NewtonCheckpoint`) makes the solve resumable:
+        the state after every Newton step and the result are saved; a state it loads is
+        continued from (``w0`` ignored), a finished one returned as it is. Not with a prologue
+        or an epilogue, whose effects on the workers' state a checkpoint does not hold.
         """
+        if checkpoint is not None and (prologue is not None or epilogue is not None):
+            raise ValueError("a checkpointed solve takes no prologue or epilogue")
+        saved = None if checkpoint is None else checkpoint.load()
+        if saved is not None and saved["done"]:
+            self._w_out = None
+            return MFNResult(saved["w"], saved["objective"], saved["steps"], saved["n_cg"],
+                             saved["converged"], saved["history"])
         w = np.zeros(self.dim) if w0 is None else np.asarray(w0, dtype=np.float64).copy()
         at_w = w0 is not None and self._w_out is not None and np.array_equal(w, self._w_out)
-        step = None
-        n_cg = 0
-        history = []
+        start, step, n_cg, history = 0, None, 0, []
+        if saved is not None:
+            if saved["steps"] >= self.max_newton:
+                raise ValueError(f"the checkpoint holds {saved['steps']} Newton steps, as many "
+                                 f"as max_newton = {self.max_newton} allows")
+            # the workers' outputs are recomputed from w (step None) in the first round trip
+            w, at_w = saved["w"].copy(), False
+            start, n_cg, history = saved["steps"], saved["n_cg"], list(saved["history"])
         self._epilogue = epilogue
         self._begin(w)
-        for it in range(self.max_newton):
+        for it in range(start, self.max_newton):
             # The Gram matrix carries over between solves (switches, stages): only rows whose
             # cost or side of the margin changed are sent, with a full rebuild now and then.
             full = self._G is None or self._assembles % self.refresh_every == 0
@@ -429,12 +446,24 @@ class MFNSolver:
                 objective = float(grid[3][int(np.flatnonzero(STEP_GRID == 1.0)[0])])
                 history.append(objective)
                 self._w_out = wbar
-                return MFNResult(wbar, objective, it + 1, n_cg, True, history,
-                                 [p[5] for p in parts])
+                return self._saved(checkpoint, MFNResult(wbar, objective, it + 1, n_cg, True,
+                                                         history, [p[5] for p in parts]))
             delta = self._line_search(w, direction, gamma, grid, [p[6] for p in parts])
             w = self._moved(w, delta, direction)
             step = delta
-        return self._finish(w, step, gamma, self.max_newton, n_cg, False, history)
+            if checkpoint is not None:
+                checkpoint.save({"steps": it + 1, "w": w, "n_cg": n_cg, "history": history})
+        return self._saved(checkpoint, self._finish(w, step, gamma, self.max_newton, n_cg,
+                                                    False, history))
+
+    @staticmethod
+    def _saved(checkpoint, res: MFNResult) -> MFNResult:
+        """``res``, saved as the solve's end when there is a checkpoint."""
+        if checkpoint is not None:
+            checkpoint.save({"steps": res.n_newton, "w": res.w, "n_cg": res.n_cg,
+                             "history": res.history, "objective": res.objective,
+                             "converged": res.converged})
+        return res
 
     def _finish(self, w, step, gamma, n_newton, n_cg, converged, history) -> MFNResult:
         """Leave the workers' outputs at the returned w; the objective is evaluated there."""

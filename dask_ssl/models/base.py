@@ -271,15 +271,20 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             return None
         return self._feature_map().fit(blocks)
 
-    def _stage_loop(self, driver):
-        """The resumable loop for the current one-vs-rest part (checkpoint per part)."""
-        from ..loop import StageLoop
-
+    def _part_checkpoint(self) -> str | None:
+        """The checkpoint location of the current one-vs-rest part: ``checkpoint`` itself, or
+        its ``part-<k>`` subdirectory when there are several parts."""
         k, n_parts = self._part
         url = self.checkpoint
         if url is not None and n_parts > 1:
             url = f"{url.rstrip('/')}/part-{k}"
-        return StageLoop(driver, checkpoint=url, verbose=self.verbose)
+        return url
+
+    def _stage_loop(self, driver):
+        """The resumable loop for the current one-vs-rest part (checkpoint per part)."""
+        from ..loop import StageLoop
+
+        return StageLoop(driver, checkpoint=self._part_checkpoint(), verbose=self.verbose)
 
     def _run_stages(self, driver, w0) -> dict:
         loop = self._stage_loop(driver)

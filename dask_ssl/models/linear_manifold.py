@@ -37,6 +37,7 @@ from ..graph.partition import check_partition
 from ..graph.weights import Graph, check_graph_params, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
+from ._graph_weight import loo_gamma_I
 from ._input import as_input, n_rows_of
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
@@ -48,17 +49,31 @@ def _check_int(name, value):
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+#: ``gamma_I="auto"`` on the CG path (large d), where leave-one-out would need ``A^-1`` on every
+#: labeled row: the linear paper's weight.
+CG_GAMMA_I = 1e-2
+
+
+def _fingerprint(product, R) -> dict:
+    """What identifies a system ``A W = R`` for its checkpoint: the right-hand side and ``A``
+    times a fixed probe (one more product), i.e. the data, the graph, the labels and costs and
+    the parameters of the system."""
+    probe = np.random.default_rng(0).standard_normal((R.shape[0], 1))
+    return {"rhs": R, "probe": product(probe)}
+
+
 class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     """What LinearLapRLS and LinearLapSVM share: parameters, the graph, the lined-up rows."""
 
     #: With every row labeled the graph term still shapes w: no fallback to the plain L2-SVM.
     _supervised_fallback = False
 
-    def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
+    def __init__(self, *, gamma_A=1e-3, gamma_I="auto", n_neighbors=10, metric="euclidean",
                  weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
                  search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
                  landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None):
+                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None,
+                 checkpoint=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
@@ -82,10 +97,12 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.client = client
         self.n_blocks = n_blocks
         self.random_state = random_state
+        self.checkpoint = checkpoint
 
     def _check_params(self) -> None:
         check_positive("gamma_A", self.gamma_A)
-        check_positive("gamma_I", self.gamma_I, allow_zero=True)
+        if not (isinstance(self.gamma_I, str) and self.gamma_I == "auto"):
+            check_positive("gamma_I", self.gamma_I, allow_zero=True)
         check_positive("tol", self.tol)
         check_positive("search_epsilon", self.search_epsilon, allow_zero=True)
         _check_int("max_iter", self.max_iter)
@@ -95,6 +112,8 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         if self.solver not in ("auto", "gram", "cg"):
             raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
         self._check_feature_map()
+        if self.checkpoint is not None and not isinstance(self.checkpoint, str):
+            raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
 
     def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
             resume=False):
@@ -127,6 +146,32 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     def _gram_path(self, blocks) -> bool:
         return self.solver == "gram" or (self.solver == "auto"
                                          and blocks.n_features <= GRAM_MAX_FEATURES)
+
+    def _set_targets(self, codes, targets, costs):
+        """Keep the labeled costs ``c`` and the +1/-1 target columns ``Y`` (0 on unlabeled rows)
+        beside the data blocks; returns ``(c, Y)``."""
+        labeled = codes >= 0
+        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
+                             for cls in targets])
+        c = np.where(labeled, costs, 0.0)
+        self._dg.set_rows("c", c)
+        self._dg.set_rows("y", Y)
+        return c, Y
+
+    def _graph_weight(self, G=None, H=None) -> float:
+        """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) from the Gram matrices
+        ``G`` (labeled loss) and ``H`` (graph term) after :meth:`_set_targets`; without them
+        (CG path) :data:`CG_GAMMA_I`. Sets ``gamma_I_`` and ``gamma_I_selection_``."""
+        self.gamma_I_selection_ = None
+        if not isinstance(self.gamma_I, str):
+            self.gamma_I_ = float(self.gamma_I)
+        elif G is None:
+            self.gamma_I_ = CG_GAMMA_I
+        else:
+            Xl, cl, Yl = self._dg.rows_where("c", "y")
+            self.gamma_I_, self.gamma_I_selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
+                                                                 float(self.gamma_A))
+        return self.gamma_I_
 
     def _prepare(self, blocks, features, client):
         t0 = time.perf_counter()
@@ -165,8 +210,13 @@ class LinearLapRLS(_LinearManifold):
     ----------
     gamma_A : float, default=1e-3
         Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma`` (``gamma_I = 0`` is RLS).
-    gamma_I : float, default=1e-2
-        Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor.
+    gamma_I : float or "auto", default="auto"
+        Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor. "auto":
+        on the Gram path, the candidate ``rho tr(G) / tr(H)``, ``rho`` in
+        :data:`~dask_ssl.models._graph_weight.AUTO_RHO` (0 included), with the fewest
+        leave-one-out errors of LapRLS on the labeled rows (exact; see
+        :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read); on the CG path
+        :data:`CG_GAMMA_I` = 1e-2. The value used is ``gamma_I_``.
     n_neighbors, metric, weights, t, symmetrize, normalized, p, partition, search_epsilon
         The graph and ``M = L^p``, as in :class:`GraphTransduction` (here ``partition`` defaults
         to None: the data's blocks; ``"metis"`` moves the data rows once to the re-split).
@@ -203,6 +253,11 @@ class LinearLapRLS(_LinearManifold):
     coef_, intercept_, classes_, objective_, n_iter_
         ``objective_`` is the minimized objective above per class; ``n_iter_`` the CG
         iterations (0 on the Gram path).
+    gamma_I_ : float
+        The gamma_I used.
+    gamma_I_selection_ : list of dict or None
+        With ``gamma_I="auto"`` on the Gram path: per candidate ``rho``, ``gamma_I``,
+        leave-one-out ``errors`` and ``squared`` residual on the labeled rows.
     graph_ : Graph
     graph_seconds_ : float
         Time of the kNN graph build (0 for a given graph), inside ``fit_seconds_``.
@@ -215,58 +270,30 @@ class LinearLapRLS(_LinearManifold):
     feature_map_ : NystromFeatures or None
     """
 
-    def __init__(self, *, gamma_A=1e-3, gamma_I=1e-2, n_neighbors=10, metric="euclidean",
-                 weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
-                 search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
-                 landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None,
-                 checkpoint=None):
-        super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, n_neighbors=n_neighbors,
-                         metric=metric, weights=weights, t=t, symmetrize=symmetrize,
-                         normalized=normalized, p=p, partition=partition,
-                         search_epsilon=search_epsilon, kernel=kernel,
-                         kernel_params=kernel_params, n_components=n_components,
-                         landmarks=landmarks, tol=tol, max_iter=max_iter,
-                         fit_intercept=fit_intercept, solver=solver, unlabeled=unlabeled,
-                         client=client, n_blocks=n_blocks, random_state=random_state)
-        self.checkpoint = checkpoint
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if self.checkpoint is not None and not isinstance(self.checkpoint, str):
-            raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
-
     def _cg_checkpoint(self, product, R):
-        """The CG state's checkpoint, identified by the right-hand side and ``A`` times a fixed
-        probe (one more product): the data, the graph and the parameters of the system."""
+        """The CG state's checkpoint (see :func:`_fingerprint`)."""
         if self.checkpoint is None:
             return None
         from ..loop.cg import CGCheckpoint
 
-        probe = np.random.default_rng(0).standard_normal((R.shape[0], 1))
-        return CGCheckpoint(self.checkpoint, {"rhs": R, "probe": product(probe)},
-                            resume=self._resume)
+        return CGCheckpoint(self.checkpoint, _fingerprint(product, R), resume=self._resume)
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         dg = self._dg
-        labeled = codes >= 0
-        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
-                             for cls in targets])
-        c = np.where(labeled, costs, 0.0)
-        dg.set_rows("c", c)
-        dg.set_rows("y", Y)
-        gamma_A, gamma_I = float(self.gamma_A), float(self.gamma_I)
+        c, Y = self._set_targets(codes, targets, costs)
+        gamma_A = float(self.gamma_A)
         self.round_trips_per_iter_ = None
         if self._gram_path(blocks):
             G, R = dg.weighted_gram("c", "y")
             H = dg.gram()
+            gamma_I = self._graph_weight(G, H)
             A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
             AW = A @ W
             n_iter, history = [0] * len(targets), [[] for _ in targets]
         else:
             R = dg.rhs("c", "y")
-
+            gamma_I = self._graph_weight()
             products = [0]
 
             def apply(P):
@@ -361,11 +388,23 @@ class LinearLapSVM(_LinearManifold):
     gamma_A, gamma_I, n_neighbors, metric, weights, t, symmetrize, normalized, p, partition,
     search_epsilon, kernel, kernel_params, n_components, landmarks, fit_intercept, solver,
     unlabeled, client, n_blocks, random_state
-        As in :class:`LinearLapRLS`.
+        As in :class:`LinearLapRLS`; ``gamma_I="auto"`` is LapRLS's choice on the same graph and
+        labels (its leave-one-out is exact; the Newton systems here are LapRLS systems on the
+        active set).
     tol : float, default=1e-6
         tau of the active-set stopping rule and epsilon of CG (as :class:`L2SVM`).
     max_iter : int, default=1000
         Maximum Newton steps.
+    checkpoint : str, optional
+        Local path or fsspec URL of a directory where each one-vs-rest part (``part-<k>``
+        below it with more than two classes) saves its Newton state (``w``, steps and CG
+        iterations taken, objective history) after every Newton step and its result when it
+        ends, atomically (:class:`~dask_ssl.loop.NewtonCheckpoint`). ``fit(..., resume=True)``
+        continues a killed fit from there: finished parts are not solved again, the
+        interrupted one goes on from its last step (its outputs recomputed from ``w``). A state
+        saved for other data, labels or parameters is refused; it is identified by the
+        labeled right-hand side and the system matrix times a fixed probe, ``p + 4`` round
+        trips per part.
 
     Attributes
     ----------
@@ -374,6 +413,11 @@ class LinearLapSVM(_LinearManifold):
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         self._H = self._dg.gram() if self._gram_path(blocks) else None
+        if self._H is not None and self.gamma_I == "auto":
+            self._set_targets(codes, targets, costs)
+            self._graph_weight(self._dg.weighted_gram("c", "y")[0], self._H)
+        else:
+            self._graph_weight()
         self._n_cg, self._cg_trips = [], [0, 0]
         try:
             results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client,
@@ -385,12 +429,34 @@ class LinearLapSVM(_LinearManifold):
         self.round_trips_per_iter_ = trips / products if products else None
         return results
 
+    def _newton_checkpoint(self, y, costs):
+        """The current part's Newton checkpoint, identified (:func:`_fingerprint`) by
+        ``X_l^T C y`` and ``(gamma_A I + X_l^T C X_l + gamma_I X^T M X)`` times the probe:
+        the data, graph, labels, costs and parameters of this part's problem."""
+        url = self._part_checkpoint()
+        if url is None:
+            return None
+        from ..loop.checkpoint import has_checkpoint
+        from ..loop.newton import NewtonCheckpoint
+
+        dg = self._dg
+        dg.set_rows("c", np.where(y != 0, costs, 0.0))
+        dg.set_rows("y", y[:, None])
+        gamma_A, gamma_I = float(self.gamma_A), self.gamma_I_
+        fingerprint = _fingerprint(
+            lambda P: gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c")),
+            dg.rhs("c", "y"))
+        # a fit cut before a later class began left no state for it: that part starts afresh
+        resume = self._resume and (self._part[0] == 0 or has_checkpoint(url))
+        return NewtonCheckpoint(url, fingerprint, resume=resume)
+
     def _fit_binary(self, blocks, y, costs, w0, token):
+        checkpoint = self._newton_checkpoint(y, costs)
         init_blocks(blocks, token, hinge_costs(y, costs))
-        solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I,
+        solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I_,
                                 H=self._H, bias=self.fit_intercept, gram=self._H is not None,
                                 tol=self.tol, max_newton=self.max_iter)
-        res = solver.solve(w0, self.gamma_A)
+        res = solver.solve(w0, self.gamma_A, checkpoint=checkpoint)
         self._n_cg.append(res.n_cg)
         self._cg_trips[0] += solver.cg_trips
         self._cg_trips[1] += solver.cg_products
