@@ -90,12 +90,13 @@ def _blocks(client, X, n_blocks):
     return RowBlocks.from_array(X, client=client, n_blocks=n_blocks)
 
 
-@pytest.mark.parametrize("n_blocks", [1, 3])
-def test_kernel_block_products_match_dense(client, moons, n_blocks):
-    """K V from the workers' rows: float64 rows give the dense product; float32 rows give the
-    product with the float32-rounded K exactly (accumulated in float64), which is the dense
-    one to float32 precision; a submatrix comes back in the asked order."""
-    X = moons[0]
+@pytest.mark.parametrize("n_blocks,n", [(1, 240), (3, 240), (2, 239), (3, 7)])
+def test_kernel_block_products_match_dense(client, moons, n_blocks, n):
+    """K V from the workers' bands: float64 bands give the dense product; float32 bands give
+    the product with the float32-rounded K exactly (accumulated in float64), which is the dense
+    one to float32 precision; each pair is kept once (n // 2 + 1 values a row, even and odd n);
+    a submatrix comes back in the asked order, from whichever row keeps each pair."""
+    X = moons[0][:n]
     K = kernel_matrix(X, kernel="rbf", kernel_params=KP)
     V = np.random.default_rng(1).standard_normal((X.shape[0], 3))
     data = _blocks(client, X, n_blocks)
@@ -111,9 +112,12 @@ def test_kernel_block_products_match_dense(client, moons, n_blocks):
                                    rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(got32, K @ V[:, 0], rtol=0, atol=1e-6 * np.abs(K @ V[:, 0]).max())
         assert np.abs(got32 - K @ V[:, 0]).max() > 0  # really float32 storage
-        assert k32.nbytes.sum() == X.shape[0] ** 2 * 4
-        rows, cols = np.array([200, 3, 150, 81]), np.array([7, 239, 0])
+        assert k32.nbytes.sum() == n * (n // 2 + 1) * 4
+        rows = np.array([n - 40, 3, n // 2, n // 2 - 1, 81, n - 1]) % n
+        cols = np.array([7, n - 1, 0, n // 2, n // 2 + 1, 3]) % n
         np.testing.assert_allclose(k64.submatrix(rows, cols), K[np.ix_(rows, cols)], rtol=1e-14)
+        np.testing.assert_array_equal(k32.submatrix(rows, cols),
+                                      K.astype(np.float32)[np.ix_(rows, cols)])
     finally:
         k64.close()
         k32.close()
