@@ -220,6 +220,37 @@ def test_float32_rows_and_early_stopping(client, moons):
     np.testing.assert_array_equal(np.sign(early.decision[unl]), np.sign(exact.decision[unl]))
 
 
+def test_early_stopping_agrees_with_dense_eq_2_12_on_g50c(client):
+    """On the benchmark's problem family at a small size (g50c-like, 50 dimensions, 1% of the
+    rows labeled, p = 2, float32 bands), the early-stopped PCG predicts the unlabeled rows as
+    the dense solve of Eq 2.12 does, while stopping well before the residual tolerance."""
+    from dask_ssl.data.generators import g50c
+    from dask_ssl.graph.weights import knn_graph
+
+    n = 1000
+    X, y = g50c(n=n, seed=0)
+    rng = np.random.default_rng(0)
+    labeled = np.zeros(n, bool)
+    for c in (-1, 1):
+        labeled[rng.choice(np.flatnonzero(y == c), 5, replace=False)] = True
+    Y = (y * labeled)[:, None].astype(float)
+    kp, gamma_A, gamma_I = {"gamma": 1 / 50}, 1e-6, 100 / n ** 2
+    data = _blocks(client, X, 2)
+    graph = knn_graph(data, 10, weights="heat", random_state=0)
+    K = kernel_matrix(X, kernel="rbf", kernel_params=kp)
+    f_dense = K @ _dense_laprls(K, _dense_M(graph.to_scipy(), True, 2), Y, labeled, gamma_A,
+                                gamma_I)
+    res = solve_primal(data, graph, Y, labeled, kernel="rbf", kernel_params=kp, gamma_A=gamma_A,
+                       gamma_I=gamma_I, loss="squared", normalized=True, p=2, tol=1e-9,
+                       max_iter=2000, client=client)
+    assert res.stopped_early[0] and not res.converged[0]
+    unl = ~labeled
+    agree = np.mean(np.sign(res.decision[unl, 0]) == np.sign(f_dense[unl, 0]))
+    assert agree >= 0.99
+    err = [np.mean(np.sign(f[unl, 0]) != y[unl]) for f in (res.decision, f_dense)]
+    assert abs(err[0] - err[1]) <= 0.005
+
+
 def test_bad_input_fails_before_work(client, moons):
     X, W, Y, labeled, _ = moons
     data = _blocks(client, X, 2)
