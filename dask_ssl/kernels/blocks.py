@@ -30,8 +30,10 @@ from ..linalg import workerstate
 from ..linalg.rowblocks import RowBlocks
 from .base import check_kernel, kernel_matrix
 
-#: Bytes of float64 kernel values evaluated at once while a block's band is built.
+#: Bytes of float64 kernel values evaluated at once while a block's band is built ...
 CHUNK_BYTES = 4 * 2**20
+#: ... but at least this many rows at once (per-evaluation costs grow with n).
+MIN_CHUNK_ROWS = 64
 DTYPES = ("float32", "float64")
 
 
@@ -82,23 +84,29 @@ def _stack(parts):
 
 def _build(i, X, offset, token, kernel, kernel_params, dtype, X_all):
     """Block ``i``'s band (rows ``offset ..``), evaluated a few rows at a time so that the
-    float64 values in flight stay near :data:`CHUNK_BYTES`; returns the bytes kept."""
+    float64 values in flight stay near :data:`CHUNK_BYTES` (at least :data:`MIN_CHUNK_ROWS`
+    rows: each evaluation also reads half of the rows); returns the bytes kept."""
     n_b, n = X.shape[0], X_all.shape[0]
     h = band_width(n)
     S = np.empty((n_b, h), dtype=dtype)
-    step = max(1, CHUNK_BYTES // (8 * max(n, 1)))
+    step = min(n_b, max(MIN_CHUNK_ROWS, CHUNK_BYTES // (8 * max(n, 1))))
+    Kc = np.empty((step, step + h - 1))
     for start in range(0, n_b, step):
         stop = min(start + step, n_b)
-        k = stop - start
-        # the columns rows start..stop-1 reach: i .. i + h - 1 (mod n) for each row i
-        cols = (offset + start + np.arange(k + h - 1)) % n
-        Kc = kernel_matrix(X[start:stop], X_all[cols], kernel=kernel,
-                           kernel_params=kernel_params)
+        k, width = stop - start, stop - start + h - 1
+        # the columns rows start..stop-1 reach, i .. i + h - 1 (mod n) for each row i, as
+        # slices of X_all (contiguous pieces between wraps past n): no copy of the rows
+        done = 0
+        while done < width:
+            first = (offset + start + done) % n
+            take = min(width - done, n - first)
+            Kc[:k, done:done + take] = kernel_matrix(X[start:stop], X_all[first:first + take],
+                                                     kernel=kernel, kernel_params=kernel_params)
+            done += take
         # row r of the chunk keeps Kc[r, r : r + h]: a strided view, then one cast into S
         S[start:stop] = np.lib.stride_tricks.as_strided(
             Kc, shape=(k, h), strides=(Kc.strides[0] + Kc.strides[1], Kc.strides[1]),
             writeable=False)
-        del Kc
     if n % 2 == 0 and n > 1:
         # the pair (i, i + n/2) for i >= n/2 is (i - n/2, i)'s, kept by the row below n/2
         S[max(n // 2 - offset, 0):, n // 2] = 0
