@@ -8,8 +8,9 @@ classes), RBF kernel, heat-weighted kNN graph, normalized Laplacian to the power
 fresh 2-worker LocalCluster:
 
 - ``graph``: the kNN graph built on the workers (reported apart: both solvers use it);
-- ``primal``: :func:`dask_ssl.kernels.primal.solve_primal` (kernel rows computed on the
-  workers, float32, PCG with early stopping), squared loss (LapRLS) and squared hinge (LapSVM);
+- ``primal``: :func:`dask_ssl.kernels.primal.solve_primal` (each kernel pair computed once,
+  kept in row bands on the workers, float32; PCG with early stopping), squared loss (LapRLS)
+  and squared hinge (LapSVM);
 - ``dense``: in a separate process, the same graph gathered: Eq 2.12 by ``np.linalg.solve``
   (LapRLS), and LapSVM by the dual of Eq 2.19-2.21, ``SVC(kernel="precomputed", C=1/l)`` on
   ``J K (2 gamma_A I + 2 gamma_I L K)^-1 J^T`` (hinge loss, the thesis's solver).
@@ -141,7 +142,7 @@ def run_lamda(X, y, lab, W, args):
 
 
 def worker_peaks(client):
-    return sorted(client.run(peak_mib).values())
+    return client.run(peak_mib)
 
 
 def warm_up(client, X, y, args, losses):
@@ -170,7 +171,7 @@ def run_primal(n, X, y, lab, args, losses):
     with local_cluster(2) as client:
         warm_up(client, X[:300], y[:300], args, losses)
         data = RowBlocks.from_array(X, client=client, n_blocks=2)
-        base = worker_peaks(client)
+        base = worker_peaks(client)  # a worker's own footprint: imports, compiled kernels
         t = time.perf_counter()
         graph = knn_graph(data, args.k, weights="heat", random_state=0)
         graph_time = time.perf_counter() - t
@@ -193,8 +194,9 @@ def run_primal(n, X, y, lab, args, losses):
                           "newton": int(res.n_newton[0]), "trips": res.round_trips,
                           "early": bool(res.stopped_early[0]),
                           "error": float(np.mean(np.sign(f[~lab]) != y[~lab])),
-                          "peak_mib": worker_peaks(client)[-1]}
-    return rows, graph_time, W, base, after_graph
+                          "peak_mib": max(worker_peaks(client).values())}
+        end = worker_peaks(client)
+    return rows, graph_time, W, base, after_graph, end
 
 
 def main():
@@ -227,16 +229,16 @@ def main():
 
     print(f"g50c-like, {args.labeled:.0%} labeled, RBF gamma {args.rbf_gamma}, k = {args.k}, "
           f"p = {args.p} ({'D - W' if args.unnormalized else 'normalized'}), gamma_A = {args.gamma_A}, gamma_I = {args.gamma_I}/n^2, "
-          f"tol {args.tol}, {args.dtype} kernel rows, early stopping "
+          f"tol {args.tol}, {args.dtype} kernel bands, early stopping "
           f"{'off' if args.no_early_stopping else 'on'}")
     header = (f"{'n':>6} {'loss':<14} {'graph s':>8} {'primal s':>9} {'(K rows s)':>10} "
-              f"{'iters':>6} {'trips':>6} {'err %':>6} {'peak MiB':>9} {'half nn MiB':>11} "
+              f"{'iters':>6} {'newton':>6} {'trips':>6} {'err %':>6} {'peak MiB':>9} {'half nn MiB':>11} "
               f"{'dense s':>8} {'err %':>6} {'peak MiB':>9} {'ratio':>6}")
     print(header)
     for n in args.sizes:
         X, y = g50c(n=n, seed=args.seed)
         lab = labeled_rows(y, args.labeled, np.random.default_rng(args.seed))
-        rows, graph_time, W, base, after_graph = run_primal(n, X, y, lab, args, args.losses)
+        rows, graph_time, W, base, after_graph, end = run_primal(n, X, y, lab, args, args.losses)
         half = n * n * 8 / 2 / 2**20
         for loss in args.losses:
             r = rows[loss]
@@ -244,9 +246,13 @@ def main():
             d = (f"{dense['time']:8.2f} {100 * dense['error']:6.2f} {dense['peak_mib']:9.0f} "
                  f"{r['time'] / dense['time']:6.2f}" if dense else f"{'-':>8} {'-':>6} {'-':>9} {'-':>6}")
             print(f"{n:6d} {loss:<14} {graph_time:8.2f} {r['time']:9.2f} {r['kernel_time']:10.2f} "
-                  f"{r['iters']:6d} {r['trips']:6d} {100 * r['error']:6.2f} {r['peak_mib']:9.0f} "
+                  f"{r['iters']:6d} {r['newton']:6d} {r['trips']:6d} {100 * r['error']:6.2f} {r['peak_mib']:9.0f} "
                   f"{half:11.0f} {d}", flush=True)
-        print(f"{'':6} worker peaks MiB: at start {base}, after the graph {after_graph}")
+        print(f"{'':6} worker peaks MiB (per worker): at start "
+              f"{[round(base[w]) for w in sorted(base)]}, after the graph "
+              f"{[round(after_graph[w]) for w in sorted(base)]}, at the end "
+              f"{[round(end[w]) for w in sorted(base)]}, increase over the start "
+              f"{[round(end[w] - base[w]) for w in sorted(base)]}")
         if args.lamda_python and n <= args.lamda_max:
             try:
                 peer = run_lamda(X, y, lab, W, args)

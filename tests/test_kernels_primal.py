@@ -90,12 +90,13 @@ def _blocks(client, X, n_blocks):
     return RowBlocks.from_array(X, client=client, n_blocks=n_blocks)
 
 
-@pytest.mark.parametrize("n_blocks", [1, 3])
-def test_kernel_block_products_match_dense(client, moons, n_blocks):
-    """K V from the workers' rows: float64 rows give the dense product; float32 rows give the
-    product with the float32-rounded K exactly (accumulated in float64), which is the dense
-    one to float32 precision; a submatrix comes back in the asked order."""
-    X = moons[0]
+@pytest.mark.parametrize("n_blocks,n", [(1, 240), (3, 240), (2, 239), (3, 7)])
+def test_kernel_block_products_match_dense(client, moons, n_blocks, n):
+    """K V from the workers' bands: float64 bands give the dense product; float32 bands give
+    the product with the float32-rounded K exactly (accumulated in float64), which is the dense
+    one to float32 precision; each pair is kept once (n // 2 + 1 values a row, even and odd n);
+    a submatrix comes back in the asked order, from whichever row keeps each pair."""
+    X = moons[0][:n]
     K = kernel_matrix(X, kernel="rbf", kernel_params=KP)
     V = np.random.default_rng(1).standard_normal((X.shape[0], 3))
     data = _blocks(client, X, n_blocks)
@@ -111,9 +112,12 @@ def test_kernel_block_products_match_dense(client, moons, n_blocks):
                                    rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(got32, K @ V[:, 0], rtol=0, atol=1e-6 * np.abs(K @ V[:, 0]).max())
         assert np.abs(got32 - K @ V[:, 0]).max() > 0  # really float32 storage
-        assert k32.nbytes.sum() == X.shape[0] ** 2 * 4
-        rows, cols = np.array([200, 3, 150, 81]), np.array([7, 239, 0])
+        assert k32.nbytes.sum() == n * (n // 2 + 1) * 4
+        rows = np.array([n - 40, 3, n // 2, n // 2 - 1, 81, n - 1]) % n
+        cols = np.array([7, n - 1, 0, n // 2, n // 2 + 1, 3]) % n
         np.testing.assert_allclose(k64.submatrix(rows, cols), K[np.ix_(rows, cols)], rtol=1e-14)
+        np.testing.assert_array_equal(k32.submatrix(rows, cols),
+                                      K.astype(np.float32)[np.ix_(rows, cols)])
     finally:
         k64.close()
         k32.close()
@@ -214,6 +218,37 @@ def test_float32_rows_and_early_stopping(client, moons):
     assert early.stopped_early.any() and early.n_iter < exact.n_iter / 2
     unl = ~labeled
     np.testing.assert_array_equal(np.sign(early.decision[unl]), np.sign(exact.decision[unl]))
+
+
+def test_early_stopping_agrees_with_dense_eq_2_12_on_g50c(client):
+    """On the benchmark's problem family at a small size (g50c-like, 50 dimensions, 1% of the
+    rows labeled, p = 2, float32 bands), the early-stopped PCG predicts the unlabeled rows as
+    the dense solve of Eq 2.12 does, while stopping well before the residual tolerance."""
+    from dask_ssl.data.generators import g50c
+    from dask_ssl.graph.weights import knn_graph
+
+    n = 1000
+    X, y = g50c(n=n, seed=0)
+    rng = np.random.default_rng(0)
+    labeled = np.zeros(n, bool)
+    for c in (-1, 1):
+        labeled[rng.choice(np.flatnonzero(y == c), 5, replace=False)] = True
+    Y = (y * labeled)[:, None].astype(float)
+    kp, gamma_A, gamma_I = {"gamma": 1 / 50}, 1e-6, 100 / n ** 2
+    data = _blocks(client, X, 2)
+    graph = knn_graph(data, 10, weights="heat", random_state=0)
+    K = kernel_matrix(X, kernel="rbf", kernel_params=kp)
+    f_dense = K @ _dense_laprls(K, _dense_M(graph.to_scipy(), True, 2), Y, labeled, gamma_A,
+                                gamma_I)
+    res = solve_primal(data, graph, Y, labeled, kernel="rbf", kernel_params=kp, gamma_A=gamma_A,
+                       gamma_I=gamma_I, loss="squared", normalized=True, p=2, tol=1e-9,
+                       max_iter=2000, client=client)
+    assert res.stopped_early[0] and not res.converged[0]
+    unl = ~labeled
+    agree = np.mean(np.sign(res.decision[unl, 0]) == np.sign(f_dense[unl, 0]))
+    assert agree >= 0.99
+    err = [np.mean(np.sign(f[unl, 0]) != y[unl]) for f in (res.decision, f_dense)]
+    assert abs(err[0] - err[1]) <= 0.005
 
 
 def test_bad_input_fails_before_work(client, moons):
