@@ -376,3 +376,16 @@ def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls):
     # the CG path takes the linear paper's weight
     cg = cls(gamma_A=1e-3, p=1, solver="cg", client=client, n_blocks=2).fit(X, y)
     assert cg.gamma_I_ == 1e-2 and cg.gamma_I_selection_ is None
+
+
+@pytest.mark.parametrize("cls", [LinearLapRLS, LinearLapSVM])
+def test_metis_resplit_keeps_labels_with_their_rows(client, cls):
+    # partition="metis" moves the data rows to the graph's re-split once; the labels and
+    # costs must move with them (they were permuted a second time, scrambling the fit)
+    X, y = problem(seed=3, n=160, n_classes=2)
+    common = dict(gamma_A=0.01, gamma_I=0.3, tol=1e-13, client=client, n_blocks=3)
+    plain = cls(**common).fit(X, y)
+    moved = cls(partition="metis", **common).fit(X, y, graph=plain.graph_)
+    assert moved.rows_moved_
+    np.testing.assert_allclose(moved.decision_function(X), plain.decision_function(X),
+                               rtol=1e-7, atol=1e-9)

@@ -194,13 +194,11 @@ class DataGraph:
     def dim(self) -> int:
         return self.blocks.n_features + (1 if self.bias else 0)
 
-    def to_block_order(self, values):
-        """Per-row values (graph order) in the order of :attr:`blocks`."""
-        return values if self.order is None else values[self.order]
-
     def set_rows(self, name: str, values) -> None:
-        """Keep per-row values (an n-vector or n x c array, graph order) beside each block."""
-        values = self.to_block_order(np.asarray(values, dtype=np.float64))
+        """Keep per-row values (an n-vector or n x c array) beside each block. They are in the
+        order of :attr:`blocks` (an estimator's labels after ``codes[order]``), not permuted
+        again: a second permutation by :attr:`order` scrambled them against their rows."""
+        values = np.asarray(values, dtype=np.float64)
         self.blocks.call(_set_rows, self.token, name,
                          per_block=[(values[s],) for s in self.blocks.block_slices()])
 
