@@ -136,6 +136,35 @@ def test_nystrom_with_every_row_a_landmark_is_exact_laprls(client):
                                atol=1e-8 * np.abs(Kt @ alpha).max())
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nystrom_rbf_default_width_is_scale_of_the_sampled_rows(sparse):
+    """Without ``gamma`` the RBF width is scikit-learn's "scale", 1 / (d Var), of the uniform
+    sample the landmarks are (features in [0, 1]: far narrower than pairwise_kernels' 1 / d)."""
+    rng = np.random.default_rng(6)
+    X = rng.random((80, 12)) * (rng.random((80, 12)) < 0.3)
+    Xin = sp.csr_matrix(X) if sparse else X
+    fm = NystromFeatures(kernel="rbf", n_components=20, random_state=0).fit(Xin)
+    rows = X[fm.component_indices_]
+    gamma = 1.0 / (12 * rows.var())
+    assert fm.kernel_params_ == {"gamma": pytest.approx(gamma, rel=1e-12)}
+    assert gamma > 3.0 / 12
+    ref = NystromFeatures(kernel="rbf", kernel_params=dict(fm.kernel_params_), n_components=20,
+                          random_state=0).fit(Xin)
+    np.testing.assert_array_equal(fm.transform(Xin), ref.transform(Xin))
+    # a given width is kept as given
+    assert NystromFeatures(kernel="rbf", kernel_params={"gamma": 0.7}, n_components=5,
+                           random_state=0).fit(Xin).kernel_params_ == {"gamma": 0.7}
+
+
+def test_a_saved_nystrom_model_keeps_its_fitted_width(client, tmp_path):
+    X, y = problem(seed=7, n=60, d=15, n_classes=2)
+    m = LinearLapRLS(gamma_I=1e-3, kernel="rbf", n_components=12, n_neighbors=5, client=client,
+                     random_state=0).fit(X * 3.0, y)
+    loaded = load_model(save_model(m, tmp_path / "model"))
+    assert loaded.feature_map_.kernel_params_ == m.feature_map_.kernel_params_
+    np.testing.assert_array_equal(loaded.decision_function(X * 3.0), m.decision_function(X * 3.0))
+
+
 def test_tsvm_with_a_feature_map_fits_and_predicts_in_feature_space(client, tmp_path):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(100, 3))

@@ -12,6 +12,11 @@ Landmarks are sampled from the row blocks: ``"uniform"`` (rows drawn without rep
 pseudo-inverse square root: eigen-directions with eigenvalue below ``m * eps * max`` are dropped
 (duplicate rows, common in event data, make ``K_mm`` singular), so ``Z`` may have fewer than
 ``m`` columns (:attr:`NystromFeatures.n_features_out_`).
+
+The RBF width defaults to scikit-learn's ``gamma="scale"`` of its SVMs, ``1 / (d Var(X))`` (the
+variance of all entries), computed on the uniform row sample the landmarks come from: the
+kernel's length scale follows the spread of the data. (``1 / d``, pairwise_kernels' own default,
+assumes unit-variance features; on features in [0, 1] it is a nearly linear kernel.)
 """
 
 from __future__ import annotations
@@ -38,6 +43,18 @@ def _features(i, X, landmarks, normalization, kernel, kernel_params):
         kernel_matrix(X, landmarks, kernel=kernel, kernel_params=kernel_params) @ normalization)
 
 
+def scale_gamma(rows) -> float:
+    """scikit-learn's ``gamma="scale"``: ``1 / (d Var)`` over all entries of ``rows`` (dense or
+    sparse), 1.0 when every entry is the same."""
+    n, d = rows.shape
+    if sp.issparse(rows):
+        mean = rows.sum() / (n * d)
+        variance = rows.multiply(rows).sum() / (n * d) - mean * mean
+    else:
+        variance = float(np.var(rows))
+    return 1.0 / (d * variance) if variance > 0 else 1.0
+
+
 def _stack(parts):
     return sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
 
@@ -51,7 +68,8 @@ class NystromFeatures:
         As :func:`sklearn.metrics.pairwise.pairwise_kernels` takes it (the seeds' K).
     kernel_params : dict, optional
         The kernel's parameters (e.g. ``{"gamma": 0.5}``, scikit-learn's RBF width
-        ``exp(-gamma ||x - z||^2)``; the seeds' ``sigma`` is ``gamma = 1 / (2 sigma^2)``).
+        ``exp(-gamma ||x - z||^2)``; the seeds' ``sigma`` is ``gamma = 1 / (2 sigma^2)``). An
+        RBF kernel without ``gamma`` gets :func:`scale_gamma` of the sampled rows.
     n_components : int, default=100
         m, the landmark rows (at most the number of rows).
     landmarks : {"uniform", "kmeans++"}, default="uniform"
@@ -65,6 +83,8 @@ class NystromFeatures:
         Their row numbers in the data the map was fitted on.
     normalization_ : ndarray of shape (m, n_features_out_)
         ``K_mm^-1/2`` (pseudo-inverse square root).
+    kernel_params_ : dict
+        The kernel parameters used, the RBF default width filled in.
     n_features_in_, n_features_out_ : int
     """
 
@@ -97,13 +117,17 @@ class NystromFeatures:
         pool = m if self.landmarks == "uniform" else min(n, CANDIDATES_PER_COMPONENT * m)
         sample = np.sort(rng.choice(n, size=pool, replace=False))
         rows = self._fetch(X, sample)
+        params = dict(self.kernel_params or {})
+        if self.kernel == "rbf" and "gamma" not in params:
+            params["gamma"] = scale_gamma(rows)  # a uniform sample, before k-means++ picks
+        self.kernel_params_ = params
         if self.landmarks == "kmeans++":
             from sklearn.cluster import kmeans_plusplus
 
             _, picked = kmeans_plusplus(rows, m, random_state=int(rng.integers(2**31 - 1)))
             picked = np.sort(picked)
             sample, rows = sample[picked], rows[picked]
-        K = kernel_matrix(rows, kernel=self.kernel, kernel_params=self.kernel_params)
+        K = kernel_matrix(rows, kernel=self.kernel, kernel_params=params)
         vals, vecs = scipy.linalg.eigh(0.5 * (K + K.T))
         keep = vals > max(vals[-1], 0.0) * m * np.finfo(np.float64).eps
         self.components_ = rows
@@ -130,7 +154,7 @@ class NystromFeatures:
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features; the feature map was fitted on "
                              f"{self.n_features_in_}")
-        args = (self.components_, self.normalization_, self.kernel, self.kernel_params)
+        args = (self.components_, self.normalization_, self.kernel, self.kernel_params_)
         if isinstance(X, RowBlocks):
             futures = X.submit(_features, *args)
             X.gather(futures)  # errors surface here, and the blocks are in place before use

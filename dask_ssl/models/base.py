@@ -321,7 +321,11 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
-        return fitted_info(self)
+        info = fitted_info(self)
+        fm = getattr(self, "feature_map_", None)
+        if fm is not None and not callable(fm.kernel):
+            info["feature_map_kernel_params"] = fm.kernel_params_
+        return info
 
     def _fitted_arrays(self) -> dict:
         arrays = {"coef": self.coef_, "intercept": self.intercept_, "classes": self.classes_}
@@ -344,6 +348,8 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             fm.components_ = arrays["landmarks"]
             fm.component_indices_ = arrays["landmark_indices"]
             fm.normalization_ = arrays["normalization"]
+            # models saved before the fitted width was stored ran with the parameters given
+            fm.kernel_params_ = doc.get("feature_map_kernel_params", dict(fm.kernel_params or {}))
             fm.n_features_in_ = fm.components_.shape[1]
             fm.n_features_out_ = fm.normalization_.shape[1]
             self.feature_map_ = fm
