@@ -402,9 +402,62 @@ def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls):
     fixed = cls(gamma_A=1e-3, gamma_I=auto.gamma_I_, p=1, client=client, n_blocks=2).fit(X, y)
     assert fixed.gamma_I_selection_ is None
     np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-9, atol=1e-12)
-    # the CG path takes the linear paper's weight
-    cg = cls(gamma_A=1e-3, p=1, solver="cg", client=client, n_blocks=2).fit(X, y)
-    assert cg.gamma_I_ == 1e-2 and cg.gamma_I_selection_ is None
+    # the CG path chooses by cross-validation, and fits with what it chose
+    cg = cls(gamma_A=1e-3, p=1, solver="cg", client=client, n_blocks=2, random_state=0,
+             tol=1e-10).fit(X, y)
+    assert cg.gamma_I_ in [r["gamma_I"] for r in cg.gamma_I_selection_]
+    fixed = cls(gamma_A=1e-3, gamma_I=cg.gamma_I_, p=1, solver="cg", client=client, n_blocks=2,
+                tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(cg.coef_, fixed.coef_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("n_targets", [1, 3])
+def test_auto_graph_weight_cross_validation_matches_dense_refits(n_targets, monkeypatch):
+    """Every candidate's held-out errors and squared residual equal dense refits without each
+    fold (the graph on all rows, the fold's costs renormalized over the kept rows); tr(H) is
+    the Hutchinson estimate of its probes. (CG solved tightly here; the default stops at
+    CV_TOL, enough to count errors.)"""
+    from dask_ssl.models import _graph_weight
+    from dask_ssl.models._graph_weight import (AUTO_RHO, CV_FOLDS, TRACE_PROBES, _folds,
+                                               cv_gamma_I)
+
+    monkeypatch.setattr(_graph_weight, "CV_TOL", 1e-12)
+
+    rng = np.random.default_rng(1)
+    n, d, l = 80, 6, 24
+    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
+    W = sp.random(n, n, density=0.1, random_state=2)
+    W = (W + W.T).toarray()
+    H = Xa.T @ (np.diag(W.sum(axis=1)) - W) @ Xa
+    Xl, cl = sp.csr_matrix(Xa[:l]), rng.uniform(0.5, 1.5, l)
+    cl /= cl.sum()
+    codes = np.digitize(Xa[:l, 0] + 0.3 * rng.normal(size=l), [-0.4, 0.4]) if n_targets == 3 \
+        else (Xa[:l, 0] > 0).astype(int) + 1
+    Yl = np.column_stack([np.where(codes == t, 1.0, -1.0)
+                          for t in (range(3) if n_targets == 3 else [2])])
+    gamma_I, selection = cv_gamma_I(lambda P: H @ P, Xl, cl, Yl, 1e-2, maxiter=5000, seed=3)
+    probes = np.random.default_rng(3).choice([-1.0, 1.0], size=(d + 1, TRACE_PROBES))
+    trace_H = np.mean(np.einsum("ij,ij->j", probes, H @ probes))
+    fold = _folds(Yl, CV_FOLDS)
+    dense = Xl.toarray()
+    for r, rho in zip(selection, AUTO_RHO):
+        assert r["gamma_I"] == pytest.approx(rho * np.sum(cl * np.sum(dense ** 2, axis=1))
+                                             / trace_H, rel=1e-12)
+        out = np.empty_like(Yl)
+        for f in range(CV_FOLDS):
+            keep = fold != f
+            c = np.where(keep, cl, 0.0) / cl[keep].sum()
+            A = dense.T @ (c[:, None] * dense) + 1e-2 * np.eye(d + 1) + r["gamma_I"] * H
+            out[~keep] = dense[~keep] @ np.linalg.solve(A, dense.T @ (c[:, None] * Yl))
+        guess = out[:, 0] > 0 if n_targets == 1 else np.argmax(out, axis=1)
+        truth = Yl[:, 0] > 0 if n_targets == 1 else np.argmax(Yl, axis=1)
+        assert r["errors"] == np.sum(guess != truth)
+        assert r["squared"] == pytest.approx(np.sum((Yl - out) ** 2), rel=1e-8)
+    assert gamma_I == min(selection, key=lambda r: (r["errors"], r["squared"]))["gamma_I"]
+    # each class's rows are spread over the folds
+    for t in range(Yl.shape[1]):
+        counts = np.bincount(fold[Yl[:, t] > 0], minlength=CV_FOLDS)
+        assert counts.max() - counts.min() <= 1
 
 
 @pytest.mark.parametrize("cls", [LinearLapRLS, LinearLapSVM])

@@ -142,12 +142,17 @@ def _weighted(i, X, token, name, rhs, bias, gram):
     return gram_rows(X, rows, a[rows], bias), right
 
 
-def _rows_where(i, X, token, name, others, bias):
-    """The rows of ``[X, 1]`` (dense) where the values under ``name`` are nonzero, and those
-    rows' values under ``name`` and each of ``others``."""
+def _rows_where(i, X, token, name, others, bias, sparse):
+    """The rows of ``[X, 1]`` (dense, or CSR if ``sparse`` and ``X`` is) where the values under
+    ``name`` are nonzero, and those rows' values under ``name`` and each of ``others``."""
     s = workerstate.get(token, i)
     rows = np.flatnonzero(s[name])
-    part = _columns(X[rows], slice(0, X.shape[1] + (1 if bias else 0)), bias)
+    if sparse and sp.issparse(X):
+        part = X[rows].tocsr().astype(np.float64)
+        if bias:
+            part = sp.hstack([part, np.ones((rows.size, 1))], format="csr")
+    else:
+        part = _columns(X[rows], slice(0, X.shape[1] + (1 if bias else 0)), bias)
     return (part, *(s[key][rows] for key in (name, *others)))
 
 
@@ -215,11 +220,14 @@ class DataGraph:
                                  combine=_sum_pairs)
         return _sum_pairs(parts)[0]
 
-    def rows_where(self, name: str, *others: str) -> tuple:
-        """``([X,1]`` rows where the values set under ``name`` are nonzero, dense; their values
-        under ``name`` and each of ``others``)``, in block order: one round trip."""
-        parts = self.blocks.call(_rows_where, self.token, name, others, self.bias)
-        return tuple(np.concatenate(col) for col in zip(*parts))
+    def rows_where(self, name: str, *others: str, sparse: bool = False) -> tuple:
+        """``([X,1]`` rows where the values set under ``name`` are nonzero, dense (CSR with
+        ``sparse`` for sparse data: large d); their values under ``name`` and each of
+        ``others``)``, in block order: one round trip."""
+        parts = self.blocks.call(_rows_where, self.token, name, others, self.bias, sparse)
+        rows, *values = zip(*parts)
+        rows = sp.vstack(rows, format="csr") if sp.issparse(rows[0]) else np.concatenate(rows)
+        return (rows, *(np.concatenate(col) for col in values))
 
     def _halos(self, send_rows):
         return self.op._halos(send_rows)

@@ -1,5 +1,5 @@
 """``gamma_I="auto"`` of the linear manifold estimators: the graph term's weight by leave-one-out
-on the labeled rows.
+(small d) or cross-validation (large d) on the labeled rows.
 
 The candidates are ``rho * tr(G) / tr(H)`` for ``rho`` in :data:`AUTO_RHO`, ``G = [X_l,1]^T C
 [X_l,1]`` the labeled loss's Gram matrix and ``H = [X,1]^T M [X,1]`` the graph term's: ``rho``
@@ -10,7 +10,20 @@ so. LapRLS's leave-one-out outputs on the labeled rows are exact for a linear sm
 with ``A = G + gamma_A I + gamma_I H`` and ``s_i = c_i x_i^T A^-1 x_i``, removing row ``i``
 from the loss gives ``(o_i - s_i y_i) / (1 - s_i)`` (Sherman-Morrison); the graph stays on all
 rows. The candidate with the fewest leave-one-out misclassifications wins, ties going to the
-smaller squared leave-one-out residual. Only the labels of labeled rows are read.
+smaller squared leave-one-out residual (then the smaller share). Only the labels of labeled rows
+are read.
+
+Large d (the CG path), where ``A^-1`` on every labeled row is out of reach, uses
+:data:`CV_FOLDS`-fold cross-validation on the labeled rows instead (:func:`cv_gamma_I`): every
+(fold, candidate, target) system is a column of one block CG, so a CG iteration is one graph
+product for all of them; ``tr(H)`` is estimated from :data:`TRACE_PROBES` random sign vectors
+(Hutchinson), one more product. Held-out rows stay in the graph term (they are unlabeled rows of
+that fold's fit), as a left-out row does in the leave-one-out above.
+
+The shares reach far above 1 because the graph term may have to dominate: on text with a graph
+whose classes a linear model can follow only through the unlabeled rows (RCV1-like, 30 k rows,
+100 labels), the error falls from 18% at ``rho = 0`` to 3% at ``rho`` about 160; on KDD99 (1000
+labels) every share above 0 raised it.
 """
 
 from __future__ import annotations
@@ -19,7 +32,13 @@ import numpy as np
 import scipy.linalg
 
 #: Graph-term shares tried by ``gamma_I="auto"`` (see the module docstring).
-AUTO_RHO = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+AUTO_RHO = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
+#: Folds of the labeled rows on the CG path (rows of each class dealt to the folds in turn).
+CV_FOLDS = 4
+#: Relative CG residual of the cross-validation fits: enough to count their errors.
+CV_TOL = 1e-4
+#: Random sign vectors of the ``tr(H)`` estimate on the CG path.
+TRACE_PROBES = 8
 
 
 def loo_gamma_I(G, H, Xl, cl, Yl, gamma_A: float) -> tuple[float, list]:
@@ -47,7 +66,7 @@ def loo_gamma_I(G, H, Xl, cl, Yl, gamma_A: float) -> tuple[float, list]:
     # is the same fit, and the first (0) is kept
     scale = np.trace(G) / trace_H if trace_H > 1e-12 * np.trace(G) else 0.0
     R = Xl.T @ (cl[:, None] * Yl)
-    truth = Yl[:, 0] > 0 if Yl.shape[1] == 1 else np.argmax(Yl, axis=1)
+    truth = _truth(Yl)
     selection = []
     for rho in AUTO_RHO:
         gamma_I = rho * scale
@@ -59,5 +78,88 @@ def loo_gamma_I(G, H, Xl, cl, Yl, gamma_A: float) -> tuple[float, list]:
         selection.append({"rho": rho, "gamma_I": float(gamma_I),
                           "errors": int(np.sum(guess != truth)),
                           "squared": float(np.sum((Yl - loo) ** 2))})
-    best = min(selection, key=lambda r: (r["errors"], r["squared"]))
-    return best["gamma_I"], selection
+    return _best(selection), selection
+
+
+def _best(selection) -> float:
+    return min(selection, key=lambda r: (r["errors"], r["squared"]))["gamma_I"]
+
+
+def _truth(Yl):
+    return Yl[:, 0] > 0 if Yl.shape[1] == 1 else np.argmax(Yl, axis=1)
+
+
+def _folds(Yl, k: int) -> np.ndarray:
+    """Fold number per labeled row: each class's rows are dealt to the ``k`` folds in turn."""
+    truth = _truth(Yl)
+    fold = np.empty(truth.shape[0], dtype=np.int64)
+    for cls in np.unique(truth):
+        rows = np.flatnonzero(truth == cls)
+        fold[rows] = np.arange(rows.size) % k
+    return fold
+
+
+def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
+               seed: int = 0) -> tuple[float, list]:
+    """The ``gamma_I`` of :data:`AUTO_RHO` with the fewest cross-validation errors (large d).
+
+    Parameters
+    ----------
+    graph_product : callable
+        ``P -> H P`` for a ``dim x c`` array (one distributed graph product).
+    Xl : ndarray or csr_matrix of shape (l, dim)
+        The labeled rows of ``[X, 1]``.
+    cl, Yl, gamma_A
+        As in :func:`loo_gamma_I`.
+    maxiter : int
+        CG iterations at most.
+    seed : int
+        Seeds the trace probes.
+
+    Returns
+    -------
+    gamma_I, selection
+        As :func:`loo_gamma_I`; ``errors`` and ``squared`` are over the held-out rows.
+    """
+    from ..linalg.block_cg import LocalSystem, block_cg
+
+    dim, l, n_targets = Xl.shape[1], Xl.shape[0], Yl.shape[1]
+    probes = np.random.default_rng(seed).choice([-1.0, 1.0], size=(dim, TRACE_PROBES))
+    trace_H = float(np.mean(np.einsum("ij,ij->j", probes, graph_product(probes))))
+    row_norms = np.asarray(Xl.multiply(Xl).sum(axis=1)).ravel() if hasattr(Xl, "multiply") \
+        else np.einsum("ij,ij->i", Xl, Xl)
+    trace_G = float(np.sum(cl * row_norms))
+    scale = trace_G / trace_H if trace_H > 1e-12 * trace_G else 0.0
+    fold = _folds(Yl, min(CV_FOLDS, l))
+    k = int(fold.max()) + 1
+    # column (f, r, t): fold f held out, candidate r, target t
+    cases = [(f, r, t) for f in range(k) for r in range(len(AUTO_RHO)) for t in range(n_targets)]
+    costs = np.column_stack([np.where(fold == f, 0.0, cl) / cl[fold != f].sum()
+                             for f, _, _ in cases])
+    weights = np.array([AUTO_RHO[r] * scale for _, r, _ in cases])
+    graph = np.flatnonzero(weights > 0)
+    R = Xl.T @ (costs * Yl[:, [t for _, _, t in cases]])
+
+    def product(P):
+        out = gamma_A * P + Xl.T @ (costs * (Xl @ P))
+        if graph.size:
+            out[:, graph] += weights[graph] * graph_product(P[:, graph])
+        return out
+
+    system = LocalSystem(product, np.asarray(R))
+    block_cg(system, tol=CV_TOL, maxiter=maxiter)
+    O = np.asarray(Xl @ system.solution()).reshape(l, len(cases))
+    truth = _truth(Yl)
+    selection = []
+    for r, rho in enumerate(AUTO_RHO):
+        errors, squared = 0, 0.0
+        for f in range(k):
+            held = fold == f
+            cols = [j for j, (ff, rr, _) in enumerate(cases) if ff == f and rr == r]
+            out = O[np.ix_(held, cols)]
+            guess = out[:, 0] > 0 if n_targets == 1 else np.argmax(out, axis=1)
+            errors += int(np.sum(guess != truth[held]))
+            squared += float(np.sum((Yl[held] - out) ** 2))
+        selection.append({"rho": rho, "gamma_I": float(rho * scale), "errors": errors,
+                          "squared": squared})
+    return _best(selection), selection

@@ -37,7 +37,7 @@ from ..graph.partition import check_partition
 from ..graph.weights import Graph, check_graph_params, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
-from ._graph_weight import loo_gamma_I
+from ._graph_weight import cv_gamma_I, loo_gamma_I
 from ._input import as_input, n_rows_of
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
@@ -47,11 +47,6 @@ from .l2svm import hinge_costs, init_blocks
 def _check_int(name, value):
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-#: ``gamma_I="auto"`` on the CG path (large d), where leave-one-out would need ``A^-1`` on every
-#: labeled row: the linear paper's weight.
-CG_GAMMA_I = 1e-2
 
 
 def _fingerprint(product, R) -> dict:
@@ -159,14 +154,21 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         return c, Y
 
     def _graph_weight(self, G=None, H=None) -> float:
-        """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) from the Gram matrices
-        ``G`` (labeled loss) and ``H`` (graph term) after :meth:`_set_targets`; without them
-        (CG path) :data:`CG_GAMMA_I`. Sets ``gamma_I_`` and ``gamma_I_selection_``."""
+        """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) after
+        :meth:`_set_targets`: leave-one-out from the Gram matrices ``G`` (labeled loss) and
+        ``H`` (graph term), or without them (CG path) cross-validation by block CG. Sets
+        ``gamma_I_`` and ``gamma_I_selection_``."""
         self.gamma_I_selection_ = None
         if not isinstance(self.gamma_I, str):
             self.gamma_I_ = float(self.gamma_I)
-        elif G is None:
-            self.gamma_I_ = CG_GAMMA_I
+            return self.gamma_I_
+        if G is None:
+            dg = self._dg
+            Xl, cl, Yl = dg.rows_where("c", "y", sparse=True)
+            seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+            self.gamma_I_, self.gamma_I_selection_ = cv_gamma_I(
+                lambda P: dg.product(P, gamma_I=1.0), Xl, cl, Yl, float(self.gamma_A),
+                maxiter=self.max_iter, seed=int(seed))
         else:
             Xl, cl, Yl = self._dg.rows_where("c", "y")
             self.gamma_I_, self.gamma_I_selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
@@ -212,11 +214,12 @@ class LinearLapRLS(_LinearManifold):
         Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma`` (``gamma_I = 0`` is RLS).
     gamma_I : float or "auto", default="auto"
         Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor. "auto":
-        on the Gram path, the candidate ``rho tr(G) / tr(H)``, ``rho`` in
-        :data:`~dask_ssl.models._graph_weight.AUTO_RHO` (0 included), with the fewest
-        leave-one-out errors of LapRLS on the labeled rows (exact; see
-        :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read); on the CG path
-        :data:`CG_GAMMA_I` = 1e-2. The value used is ``gamma_I_``.
+        the candidate ``rho tr(G) / tr(H)``, ``rho`` in
+        :data:`~dask_ssl.models._graph_weight.AUTO_RHO` (0 included), with the fewest errors
+        of LapRLS on held-out labeled rows: exact leave-one-out on the Gram path, 4-fold
+        cross-validation by one block CG on the CG path (see
+        :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read). The value
+        used is ``gamma_I_``.
     n_neighbors, metric, weights, t, symmetrize, normalized, p, partition, search_epsilon
         The graph and ``M = L^p``, as in :class:`GraphTransduction` (here ``partition`` defaults
         to None: the data's blocks; ``"metis"`` moves the data rows once to the re-split).
@@ -256,8 +259,8 @@ class LinearLapRLS(_LinearManifold):
     gamma_I_ : float
         The gamma_I used.
     gamma_I_selection_ : list of dict or None
-        With ``gamma_I="auto"`` on the Gram path: per candidate ``rho``, ``gamma_I``,
-        leave-one-out ``errors`` and ``squared`` residual on the labeled rows.
+        With ``gamma_I="auto"``: per candidate ``rho``, ``gamma_I``, held-out ``errors`` and
+        ``squared`` residual on the labeled rows.
     graph_ : Graph
     graph_seconds_ : float
         Time of the kNN graph build (0 for a given graph), inside ``fit_seconds_``.
@@ -413,11 +416,10 @@ class LinearLapSVM(_LinearManifold):
 
     def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
         self._H = self._dg.gram() if self._gram_path(blocks) else None
-        if self._H is not None and self.gamma_I == "auto":
+        if self.gamma_I == "auto":
             self._set_targets(codes, targets, costs)
-            self._graph_weight(self._dg.weighted_gram("c", "y")[0], self._H)
-        else:
-            self._graph_weight()
+        self._graph_weight(None if self._H is None or self.gamma_I != "auto"
+                           else self._dg.weighted_gram("c", "y")[0], self._H)
         self._n_cg, self._cg_trips = [], [0, 0]
         try:
             results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client,
