@@ -157,7 +157,7 @@ class NystromFeatures:
         args = (self.components_, self.normalization_, self.kernel, self.kernel_params_)
         if isinstance(X, RowBlocks):
             futures = X.submit(_features, *args)
-            X.gather(futures)  # errors surface here, and the blocks are in place before use
+            X.wait(futures)  # errors surface here, and the blocks are in place before use
             return RowBlocks(X.client, futures, X.sizes.copy(), self.n_features_out_, False,
                              X.labels)
         if is_dask_array(X):
