@@ -173,7 +173,7 @@ def main() -> None:
                                        for r in m.gamma_I_selection_ or [])
                     fm = m.feature_map_
                     print(f"{'':6s} {'':14s} gamma_I = {m.gamma_I_:.4g}"
-                          + (f" (leave-one-out errors {chosen})" if chosen else "")
+                          + (f" (held-out errors {chosen})" if chosen else "")
                           + ("" if fm is None else f", RBF gamma = {fm.kernel_params_['gamma']:.4g}"),
                           flush=True)
                 if uses_graph and args.diagnose:
