@@ -364,17 +364,23 @@ def test_lapsvm_refuses_a_checkpoint_of_another_system(client, tmp_path):
         LinearLapSVM(checkpoint=1, **kw).fit(X, y)
 
 
+def graph_term_problem(seed, n, d):
+    """``[X, 1]`` of random rows and the graph term ``H = [X, 1]^T L [X, 1]`` of a random
+    symmetric graph on them (unnormalized L)."""
+    rng = np.random.default_rng(seed)
+    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
+    W = sp.random(n, n, density=0.1, random_state=seed + 1)
+    W = (W + W.T).toarray()
+    return rng, Xa, Xa.T @ (np.diag(W.sum(axis=1)) - W) @ Xa
+
+
 def test_auto_graph_weight_leave_one_out_is_exact():
     """The leave-one-out residuals of every candidate equal refits without each labeled row
     (the graph stays on all rows, the other rows' costs unchanged)."""
     from dask_ssl.models._graph_weight import AUTO_RHO, loo_gamma_I
 
-    rng = np.random.default_rng(0)
-    n, d, l = 60, 5, 20
-    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
-    W = sp.random(n, n, density=0.1, random_state=1)
-    W = (W + W.T).toarray()
-    H = Xa.T @ (np.diag(W.sum(axis=1)) - W) @ Xa
+    rng, Xa, H = graph_term_problem(seed=0, n=60, d=5)
+    d, l = 5, 20
     Xl, cl = Xa[:l], np.full(l, 1.0 / l)
     Yl = np.column_stack([np.where(Xl[:, 0] + 0.3 * rng.normal(size=l) > 0, 1.0, -1.0)])
     G = Xl.T @ (cl[:, None] * Xl)
@@ -423,12 +429,8 @@ def test_auto_graph_weight_cross_validation_matches_dense_refits(n_targets, monk
 
     monkeypatch.setattr(_graph_weight, "CV_TOL", 1e-12)
 
-    rng = np.random.default_rng(1)
-    n, d, l = 80, 6, 24
-    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
-    W = sp.random(n, n, density=0.1, random_state=2)
-    W = (W + W.T).toarray()
-    H = Xa.T @ (np.diag(W.sum(axis=1)) - W) @ Xa
+    rng, Xa, H = graph_term_problem(seed=1, n=80, d=6)
+    d, l = 6, 24
     Xl, cl = sp.csr_matrix(Xa[:l]), rng.uniform(0.5, 1.5, l)
     cl /= cl.sum()
     codes = np.digitize(Xa[:l, 0] + 0.3 * rng.normal(size=l), [-0.4, 0.4]) if n_targets == 3 \
