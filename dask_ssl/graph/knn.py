@@ -200,10 +200,14 @@ def _leaf_order(A, n, code, leaf_size, seed):
     return order, (left, right, pa, pb, start, stop, np.arange(n, dtype=np.int64))
 
 
-def _build_index(i, X, keep, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed):
+def _distinct_rows(i, X, keep, metric):
+    """The block's distinct rows (``keep``; all when None), prepared."""
     A = prepare_rows(X, metric)
-    if keep is not None:
-        A = _take_prepared(A, keep)
+    return A if keep is None else _take_prepared(A, keep)
+
+
+def _build_index(A, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed):
+    """The :class:`BlockIndex` of prepared rows ``A`` (:func:`_distinct_rows`)."""
     n = _n_prepared(A)
     code = _METRIC_CODE[metric]
     K = max(0, min(K, n - 1))
@@ -248,10 +252,6 @@ def _own_neighbors(index, k, offset):
     return _global_rows(index, index.ind[:, :k], index.dst[:, :k], offset)
 
 
-def _index_rows(index):
-    return index.rows
-
-
 def _search_index(index, Q, k, epsilon, offset, seed, budget=0):
     """The ``k`` nearest rows of ``index`` (global numbers from ``offset``) to prepared ``Q``."""
     slack = (1.0 + epsilon) ** 2 if index.metric == "euclidean" else 1.0 + epsilon
@@ -283,11 +283,10 @@ def merge_candidates(k, *cands):
 
 
 def _merge_block(index, k, own, *cands):
-    # own and cands list the index rows (its leaf order): back to the block's row order
-    ind, dst = merge_candidates(k, own, *cands)
-    out_i, out_d = np.empty_like(ind), np.empty_like(dst)
-    out_i[index.order], out_d[index.order] = ind, dst
-    return out_i, out_d
+    # own lists the index rows (its leaf order), cands the block's distinct rows in order
+    own_i, own_d = np.empty_like(own[0]), np.empty_like(own[1])
+    own_i[index.order], own_d[index.order] = own
+    return merge_candidates(k, (own_i, own_d), *cands)
 
 
 def _find_duplicates(hashes, sizes):
@@ -393,6 +392,12 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     # Scattered rather than embedded: at kdd99-scale a block's list of distinct rows is ~18 MB,
     # which would travel inside the task graph (and warn about it).
     kept = _scatter_parts(client, owners, keep) if dups else keep
+    # The prepared distinct rows are the index's input and the other blocks' queries: they
+    # leave for the other workers before the index is built, so a worker done with its own
+    # index searches the others' rows at once instead of waiting for their indexes.
+    queries = [client.submit(_distinct_rows, b, data.blocks[b], kept[b], metric,
+                             workers=[owners[b]], allow_other_workers=True, pure=False)
+               if u_sizes[b] else None for b in range(B)]
     indexes = []
     for b in range(B):
         if u_sizes[b] == 0:
@@ -401,16 +406,12 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         trees = int(n_trees or min(9, 4 + int(round(np.log10(max(u_sizes[b], 10))))))
         leaf = max(K, 20)
         indexes.append(client.submit(
-            _build_index, b, data.blocks[b], kept[b], metric, K, trees, leaf, m_cand,
-            int(n_iters), int(seeds[b, 0]), workers=[owners[b]], allow_other_workers=True,
-            pure=False))
+            _build_index, queries[b], metric, K, trees, leaf, m_cand, int(n_iters),
+            int(seeds[b, 0]), workers=[owners[b]], allow_other_workers=True, pure=False))
 
     # 3. neighbours across blocks: rows of b searched in every other block's index
     u_parts = []
     if k_u > 0:
-        queries = [client.submit(_index_rows, ix, workers=[owners[b]], allow_other_workers=True,
-                                 pure=False) if ix is not None else None
-                   for b, ix in enumerate(indexes)]
         for b in range(B):
             if indexes[b] is None:
                 u_parts.append(None)
