@@ -204,3 +204,32 @@ def test_unbounded_search_is_exact(case):
     kth = np.sort(D, axis=1)[:, 4]
     got = D[np.arange(500)[:, None], ind]
     assert (got <= kth[:, None] * (1 + 1e-5) + 1e-6).all()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_uneven_repeats_share_the_work(client, sparse):
+    """One block of 300 rows repeated 10 times, one of 3000 distinct rows: each worker's index
+    gets half of the 3300 distinct rows, and the lists stay as good as exact search."""
+    rng = np.random.default_rng(6)
+    if sparse:
+        Z, y = rcv1_like(n_rows=3300, n_features=2000, seed=6)
+        Z, y = sp.csr_matrix(Z), np.asarray(y)
+        X, y = sp.vstack([Z[np.repeat(np.arange(300), 10)], Z[300:]]).tocsr(), \
+            np.concatenate([np.repeat(y[:300], 10), y[300:]])
+        metric = "cosine"
+    else:
+        X = np.vstack([np.repeat(rng.random((300, 4)), 10, axis=0), rng.random((3000, 4))])
+        y, metric = None, "euclidean"
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=2, y=y)
+    neigh = build_knn(blocks, 10, metric=metric, exact_below=0, random_state=0)
+    sizes = client.gather([client.submit(lambda ix: ix.n, f) for f in neigh.indexes])
+    assert sizes == [1650, 1650]
+    _check_lists(neigh)
+    q = knn_quality(neigh, n_samples=400, random_state=1)
+    if sparse:
+        assert q.agreement >= q.exact_agreement - 0.02, q
+    else:
+        assert q.recall >= 0.95, q
+    # new points: a repeated row's copies come first, at distance 0
+    q_ind, q_dst = query_knn(neigh, X[:3], 10)
+    assert (q_dst[:, :9] == 0).all() and (q_ind[0, :9] < 10).all()
