@@ -116,7 +116,10 @@ def _make_work_overload(A, B):
             width = max(width, int(A[1].max()) + 1)
         if B[1].size:
             width = max(width, int(B[1].max()) + 1)
-        return np.zeros(width + 1)  # the last slot holds the pinned row's squared norm
+        # float32 (the rows' own precision: values are copied exactly) halves the vector the
+        # distances gather from; the last two slots hold the pinned row's squared norm as a
+        # float32 pair (high part, remainder), precise enough for euclidean cancellation
+        return np.zeros(width + 2, np.float32)
     return sparse
 
 
@@ -129,10 +132,11 @@ def _pin_overload(A, i, work):
         ap, ai, ax = A
         s = 0.0
         for p in range(ap[i], ap[i + 1]):
-            v = np.float64(ax[p])
-            work[ai[p]] = v
-            s += v * v
-        work[work.size - 1] = s
+            work[ai[p]] = ax[p]
+            s += np.float64(ax[p]) * np.float64(ax[p])
+        hi = np.float32(s)
+        work[work.size - 2] = hi
+        work[work.size - 1] = np.float32(s - np.float64(hi))
     return sparse
 
 
@@ -160,11 +164,12 @@ def _pdist_overload(work, A, i, B, j, metric):
             nb = 0.0
             for q in range(bp[j], bp[j + 1]):
                 v = np.float64(bx[q])
-                dot += work[bi[q]] * v
+                dot += np.float64(work[bi[q]]) * v
                 nb += v * v
-            return max(work[work.size - 1] + nb - 2.0 * dot, 0.0)
+            na = np.float64(work[work.size - 2]) + np.float64(work[work.size - 1])
+            return max(na + nb - 2.0 * dot, 0.0)
         for q in range(bp[j], bp[j + 1]):
-            dot += work[bi[q]] * np.float64(bx[q])
+            dot += np.float64(work[bi[q]]) * np.float64(bx[q])
         return max(1.0 - dot, 0.0)
     return sparse
 
