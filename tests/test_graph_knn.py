@@ -15,12 +15,12 @@ from dask_ssl.linalg.rowblocks import RowBlocks
 
 def _compile_kernels():
     """Run every kNN kernel once on tiny inputs in this process (dense and sparse)."""
-    from dask_ssl.graph.knn import _build_index, _search_index, prepare_rows
+    from dask_ssl.graph.knn import _build_index, _distinct_rows, _search_index, prepare_rows
 
     rng = np.random.default_rng(0)
     for X, metric in ((rng.random((400, 3)), "euclidean"),
                       (sp.random(400, 30, density=0.2, random_state=0, format="csr"), "cosine")):
-        index = _build_index(0, X, None, metric, 8, 1, 20, 8, 2, 0)
+        index = _build_index(_distinct_rows(0, X, None, metric), metric, 8, 1, 20, 8, 2, 0)
         _search_index(index, prepare_rows(X[:5], metric), 3, 0.1, 0, 0, 100)
     return True
 
@@ -145,3 +145,91 @@ def test_search_graph_is_the_lists_plus_their_reverse_edges(n, k):
     np.testing.assert_array_equal(ptr, M.indptr)
     np.testing.assert_array_equal(adj, M.indices)
     assert adj.dtype == np.int32
+
+
+def _prepared_sets():
+    from dask_ssl.graph.knn import prepare_rows
+
+    rng = np.random.default_rng(5)
+    dense = rng.standard_normal((1500, 7)).astype(np.float32)
+    sparse = sp.random(1500, 300, density=0.03, random_state=5, format="csr")
+    return [(prepare_rows(X, m), m) for X in (dense, sparse) for m in ("euclidean", "cosine")]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_tree_splits_send_rows_to_the_nearer_pivot(case):
+    """A split by one dot product with the pivots' difference agrees with comparing the two
+    distances, for both metrics on dense and sparse rows."""
+    from dask_ssl.graph import _nndescent as nnd
+    from dask_ssl.graph.knn import _METRIC_CODE, _n_prepared
+
+    A, metric = _prepared_sets()[case]
+    n, code = _n_prepared(A), _METRIC_CODE[metric]
+    left, right, pa, pb, start, stop, perm = nnd.rp_tree(A, n, code, 20, 3)
+    D = exact_distances(A, metric)
+    checked = 0
+    for node in np.flatnonzero((left >= 0) & (pa >= 0)):
+        a, b = pa[node], pb[node]
+        for child, nearer in ((left[node], a), (right[node], b)):
+            rows = perm[start[child]:stop[child]]
+            other = b if nearer == a else a
+            gap = D[rows, other] - D[rows, nearer]
+            assert (gap >= -1e-5 * (1 + D[rows, other])).all(), (metric, node)
+            checked += rows.size
+    assert checked > n  # several levels of splits were checked
+
+
+def exact_distances(A, metric):
+    if isinstance(A, tuple):
+        A = sp.csr_matrix((A[2], A[1], A[0])).toarray()
+    A = A.astype(np.float64)
+    G = A @ A.T
+    if metric == "cosine":
+        return np.maximum(1 - G, 0)
+    sq = np.diag(G)
+    return np.maximum(sq[:, None] + sq[None] - 2 * G, 0)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_unbounded_search_is_exact(case):
+    """With no budget and a wide margin the graph search of an index returns the exact
+    neighbours of every query, each in its own row (queries are searched in leaf order)."""
+    from dask_ssl.graph.knn import _build_index, _search_index, _take_prepared
+
+    A, metric = _prepared_sets()[case]
+    index = _build_index(_take_prepared(A, np.arange(1000)), metric, 15, 2, 20, 15, 5, 0)
+    Q = _take_prepared(A, np.arange(1000, 1500))
+    ind, _ = _search_index(index, Q, 5, 100.0, 0, 0, 0)
+    D = exact_distances(A, metric)[1000:, :1000]
+    kth = np.sort(D, axis=1)[:, 4]
+    got = D[np.arange(500)[:, None], ind]
+    assert (got <= kth[:, None] * (1 + 1e-5) + 1e-6).all()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_uneven_repeats_share_the_work(client, sparse):
+    """One block of 300 rows repeated 10 times, one of 3000 distinct rows: each worker's index
+    gets half of the 3300 distinct rows, and the lists stay as good as exact search."""
+    rng = np.random.default_rng(6)
+    if sparse:
+        Z, y = rcv1_like(n_rows=3300, n_features=2000, seed=6)
+        Z, y = sp.csr_matrix(Z), np.asarray(y)
+        X, y = sp.vstack([Z[np.repeat(np.arange(300), 10)], Z[300:]]).tocsr(), \
+            np.concatenate([np.repeat(y[:300], 10), y[300:]])
+        metric = "cosine"
+    else:
+        X = np.vstack([np.repeat(rng.random((300, 4)), 10, axis=0), rng.random((3000, 4))])
+        y, metric = None, "euclidean"
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=2, y=y)
+    neigh = build_knn(blocks, 10, metric=metric, exact_below=0, random_state=0)
+    sizes = client.gather([client.submit(lambda ix: ix.n, f) for f in neigh.indexes])
+    assert sizes == [1650, 1650]
+    _check_lists(neigh)
+    q = knn_quality(neigh, n_samples=400, random_state=1)
+    if sparse:
+        assert q.agreement >= q.exact_agreement - 0.02, q
+    else:
+        assert q.recall >= 0.95, q
+    # new points: a repeated row's copies come first, at distance 0
+    q_ind, q_dst = query_knn(neigh, X[:3], 10)
+    assert (q_dst[:, :9] == 0).all() and (q_ind[0, :9] < 10).all()

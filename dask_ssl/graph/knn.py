@@ -5,14 +5,17 @@
    part in the search. Real data often repeats rows (KDD99's 10% sample has 494 k rows but only
    146 k distinct ones); duplicates cost a search nothing, and identical rows would otherwise
    fill NN-descent's lists with ties.
-2. **An index per block**, built on the worker holding the block: random-projection trees
+2. **An index per block**, built on the worker holding the block, over the block's distinct
+   rows (or, when blocks repeat rows unevenly, over an equal share of all distinct rows, the
+   missing ones fetched from the neighbouring block): random-projection trees
    (splitting by which of two random rows is nearer, so the same code serves euclidean and
    cosine, dense and sparse), NN-descent from the trees' leaves, and a search graph (the kNN
    lists plus their reverse edges). Neighbours inside a block come from its NN-descent lists.
-3. **Across blocks**, the distinct rows of block ``b`` (a small array) travel once to each
-   other block's worker and are searched there, best first through that block's search graph
-   from the tree leaf they fall into; the candidates from all blocks are merged by distance on
-   ``b``'s worker. Blocks are disjoint, so the merge is exact over the candidates.
+3. **Across blocks**, the distinct rows of index ``b`` (a small array) travel once to each
+   other index's worker, without waiting for any index, and are searched there, best first
+   through that index's search graph from the tree leaf they fall into; the candidates from
+   all indexes are merged by distance on ``b``'s worker. Indexes are disjoint, so the merge is
+   exact over the candidates.
 4. Rows in a group of duplicates get the other members of their group (distance 0) and the
    members of the groups their group's distinct row found, merged by (distance, row number) as
    an exact search would order ties.
@@ -52,15 +55,16 @@ class Neighbors:
         Per block ``(indices, distances)``: ``n_b x k`` int64 global row numbers and float32
         distances, nearest first. A row never lists itself.
     indexes : list of Future or None
-        The per-block :class:`BlockIndex` of the block's distinct rows (None after loading
-        from disk, or for a block whose rows all repeat earlier ones).
+        One :class:`BlockIndex` per block's worker (None after loading from disk, or for an
+        index left without rows).
     n_neighbors : int
     metric : str
     groups : tuple or None
         ``(group, g_start, g_size, members)`` when some rows repeat others: each row's group
         of identical rows, and each group's members in row order (driver-side, n-sized).
-        Indexes number a block's distinct rows from ``distinct_offsets[b]`` (= group numbers).
     distinct_offsets : ndarray or None
+        Index ``b`` holds the distinct rows ``distinct_offsets[b]..distinct_offsets[b + 1]``,
+        numbered as the groups (with no repeated rows: the blocks' row ranges).
     """
 
     data: RowBlocks
@@ -200,10 +204,14 @@ def _leaf_order(A, n, code, leaf_size, seed):
     return order, (left, right, pa, pb, start, stop, np.arange(n, dtype=np.int64))
 
 
-def _build_index(i, X, keep, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed):
+def _distinct_rows(i, X, keep, metric):
+    """The block's distinct rows (``keep``; all when None), prepared."""
     A = prepare_rows(X, metric)
-    if keep is not None:
-        A = _take_prepared(A, keep)
+    return A if keep is None else _take_prepared(A, keep)
+
+
+def _build_index(A, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed):
+    """The :class:`BlockIndex` of prepared rows ``A`` (:func:`_distinct_rows`)."""
     n = _n_prepared(A)
     code = _METRIC_CODE[metric]
     K = max(0, min(K, n - 1))
@@ -248,10 +256,6 @@ def _own_neighbors(index, k, offset):
     return _global_rows(index, index.ind[:, :k], index.dst[:, :k], offset)
 
 
-def _index_rows(index):
-    return index.rows
-
-
 def _search_index(index, Q, k, epsilon, offset, seed, budget=0):
     """The ``k`` nearest rows of ``index`` (global numbers from ``offset``) to prepared ``Q``."""
     slack = (1.0 + epsilon) ** 2 if index.metric == "euclidean" else 1.0 + epsilon
@@ -283,11 +287,10 @@ def merge_candidates(k, *cands):
 
 
 def _merge_block(index, k, own, *cands):
-    # own and cands list the index rows (its leaf order): back to the block's row order
-    ind, dst = merge_candidates(k, own, *cands)
-    out_i, out_d = np.empty_like(ind), np.empty_like(dst)
-    out_i[index.order], out_d[index.order] = ind, dst
-    return out_i, out_d
+    # own lists the index rows (its leaf order), cands the block's distinct rows in order
+    own_i, own_d = np.empty_like(own[0]), np.empty_like(own[1])
+    own_i[index.order], own_d[index.order] = own
+    return merge_candidates(k, (own_i, own_d), *cands)
 
 
 def _find_duplicates(hashes, sizes):
@@ -312,6 +315,37 @@ def _find_duplicates(hashes, sizes):
     members = np.argsort(group, kind="stable")
     g_start = np.concatenate([[0], np.cumsum(g_size)[:-1]])
     return first, group, g_start, g_size, members
+
+
+def _concat_prepared(*parts):
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    shifts = np.cumsum([0] + [p[0][-1] for p in parts[:-1]])
+    return (np.concatenate([parts[0][0][:1]] + [p[0][1:] + o for p, o in zip(parts, shifts)]),
+            np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts]))
+
+
+def _index_inputs(data, keep, u_off, i_off, metric):
+    """Per index, a future of its prepared distinct rows, ``i_off[c]..i_off[c + 1]`` in group
+    order, cut from the blocks holding them and joined on the index's worker."""
+    client, owners = data.client, data.owners()
+    out = []
+    for c in range(data.n_blocks):
+        pieces = []
+        for b in range(data.n_blocks):
+            lo, hi = max(u_off[b], i_off[c]), min(u_off[b + 1], i_off[c + 1])
+            if lo >= hi:
+                continue
+            # scattered rather than embedded: at kdd99-scale a list of rows is ~18 MB, which
+            # would travel inside the task graph (and warn about it)
+            [rows] = _scatter_parts(client, [owners[b]], [keep[b][lo - u_off[b]:hi - u_off[b]]])
+            pieces.append(client.submit(_distinct_rows, b, data.blocks[b], rows, metric,
+                                        workers=[owners[b]], allow_other_workers=True,
+                                        pure=False))
+        out.append(None if not pieces else pieces[0] if len(pieces) == 1 else client.submit(
+            _concat_prepared, *pieces, workers=[owners[c]], allow_other_workers=True,
+            pure=False))
+    return out
 
 
 def _scatter_parts(client, owners, parts):
@@ -387,38 +421,42 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
 
     logger.info("kNN: %d distinct rows of %d (%.1f s)", n_u, data.n_rows,
                 time.perf_counter() - t0)
-    # 2. an index per block of distinct rows
+    # 2. an index per worker of distinct rows
     K = int(index_neighbors or max(15, k + 5))
     m_cand = int(max_candidates or K)
-    # Scattered rather than embedded: at kdd99-scale a block's list of distinct rows is ~18 MB,
-    # which would travel inside the task graph (and warn about it).
-    kept = _scatter_parts(client, owners, keep) if dups else keep
+    # Index b holds the distinct rows (groups) i_off[b]..i_off[b + 1]: a block's own when no
+    # row repeats, else an equal share of all, so blocks that repeat rows unevenly still give
+    # their workers equal work (KDD99's two blocks: 89 k and 56 k distinct rows -> 73 k each).
+    i_off = u_off if not dups else np.round(np.linspace(0, n_u, B + 1)).astype(np.int64)
+    i_sizes = np.diff(i_off)
+    # The prepared distinct rows are the index's input and the other indexes' queries: they
+    # leave for the other workers before the index is built, so a worker done with its own
+    # index searches the others' rows at once instead of waiting for their indexes.
+    queries = _index_inputs(data, keep, u_off, i_off, metric) if dups else [
+        client.submit(_distinct_rows, b, data.blocks[b], None, metric, workers=[owners[b]],
+                      allow_other_workers=True, pure=False) for b in range(B)]
     indexes = []
     for b in range(B):
-        if u_sizes[b] == 0:
+        if i_sizes[b] == 0:
             indexes.append(None)
             continue
-        trees = int(n_trees or min(9, 4 + int(round(np.log10(max(u_sizes[b], 10))))))
+        trees = int(n_trees or min(9, 4 + int(round(np.log10(max(i_sizes[b], 10))))))
         leaf = max(K, 20)
         indexes.append(client.submit(
-            _build_index, b, data.blocks[b], kept[b], metric, K, trees, leaf, m_cand,
-            int(n_iters), int(seeds[b, 0]), workers=[owners[b]], allow_other_workers=True,
-            pure=False))
+            _build_index, queries[b], metric, K, trees, leaf, m_cand, int(n_iters),
+            int(seeds[b, 0]), workers=[owners[b]], allow_other_workers=True, pure=False))
 
-    # 3. neighbours across blocks: rows of b searched in every other block's index
+    # 3. neighbours across indexes: rows of index b searched in every other index
     u_parts = []
     if k_u > 0:
-        queries = [client.submit(_index_rows, ix, workers=[owners[b]], allow_other_workers=True,
-                                 pure=False) if ix is not None else None
-                   for b, ix in enumerate(indexes)]
         for b in range(B):
             if indexes[b] is None:
                 u_parts.append(None)
                 continue
-            own = client.submit(_own_neighbors, indexes[b], k_u, int(u_off[b]),
+            own = client.submit(_own_neighbors, indexes[b], k_u, int(i_off[b]),
                                 workers=[owners[b]], allow_other_workers=True, pure=False)
             cands = [client.submit(_search_index, indexes[c], queries[b], k_u, search_epsilon,
-                                   int(u_off[c]), int(seeds[c, 1]) + b, budget,
+                                   int(i_off[c]), int(seeds[c, 1]) + b, budget,
                                    workers=[owners[c]], allow_other_workers=True, pure=False)
                      for c in range(B) if c != b and indexes[c] is not None]
             u_parts.append(client.submit(_merge_block, indexes[b], k_u, own, *cands,
@@ -446,7 +484,7 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         parts.append((ind, dst.astype(np.float32)))
     logger.info("kNN: duplicates expanded (%.1f s)", time.perf_counter() - t0)
     return Neighbors(data, _scatter_parts(client, owners, parts), indexes, k, metric,
-                     (group, g_start, g_size, members), u_off)
+                     (group, g_start, g_size, members), i_off)
 
 
 def _exact_own(i, X, offset, k, metric, blocks):
