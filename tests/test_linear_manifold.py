@@ -136,6 +136,23 @@ def test_nystrom_with_every_row_a_landmark_is_exact_laprls(client):
                                atol=1e-8 * np.abs(Kt @ alpha).max())
 
 
+def test_nystrom_map_on_blocks_sends_its_landmarks_once_per_worker(client):
+    """K_mm^-1/2 of m = 1200 is 11.5 MB: embedded in each block's task it made Dask warn of a
+    large graph; scattered, the blocks' features still equal the in-memory map's."""
+    import warnings
+
+    from dask_ssl.linalg.rowblocks import RowBlocks
+
+    X = np.random.default_rng(7).normal(size=(1300, 30))
+    fm = NystromFeatures(n_components=1200, random_state=0).fit(X)
+    assert fm.normalization_.nbytes > 10e6
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Z = fm.transform(blocks)
+    np.testing.assert_allclose(np.vstack(Z.gather(Z.blocks)), fm.transform(X), atol=1e-12)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 def test_nystrom_rbf_default_width_is_scale_of_the_sampled_rows(sparse):
     """Without ``gamma`` the RBF width is scikit-learn's "scale", 1 / (d Var), of the uniform

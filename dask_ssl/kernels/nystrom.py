@@ -156,7 +156,10 @@ class NystromFeatures:
                              f"{self.n_features_in_}")
         args = (self.components_, self.normalization_, self.kernel, self.kernel_params_)
         if isinstance(X, RowBlocks):
-            futures = X.submit(_features, *args)
+            # Sent once per worker, not embedded in every block's task: K_mm^-1/2 alone is
+            # m^2 doubles (32 MB at m = 2000).
+            shared = X.client.scatter(list(args[:2]), broadcast=True, hash=False)
+            futures = X.submit(_features, *shared, *args[2:])
             X.wait(futures)  # errors surface here, and the blocks are in place before use
             return RowBlocks(X.client, futures, X.sizes.copy(), self.n_features_out_, False,
                              X.labels)
