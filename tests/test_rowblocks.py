@@ -1,5 +1,6 @@
 """RowBlocks' bounded wait on real workers."""
 
+import asyncio
 import gc
 import time
 import weakref
@@ -29,6 +30,22 @@ def test_polling_wait_leaves_no_cycle_holding_the_blocks(client, monkeypatch):
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_a_wait_longer_than_a_poll_runs_once(client, monkeypatch):
+    """Each poll's timeout must not cancel the awaited transfer: cancelled and started again,
+    a gather longer than POLL_SECONDS (2 GB of Nystrom features) never finished."""
+    monkeypatch.setattr(rowblocks, "POLL_SECONDS", 0.02)
+    blocks = RowBlocks.from_array(np.ones((40, 3)), client=client)
+    starts = []
+
+    async def transfer():
+        starts.append(time.perf_counter())
+        await asyncio.sleep(0.3)
+        return "done"
+
+    assert blocks._bounded(transfer) == "done"
+    assert len(starts) == 1
 
 
 def _scaled_rows(i, X, v):

@@ -269,22 +269,13 @@ class RowBlocks:
             groups.setdefault(owners[i], []).append((i, block.key, extra))
         self.round_trips += 1
         self.bytes_moved += len(groups) * payload_bytes(args) + payload_bytes(per_block)
-        calls = []
 
         async def results():
-            if not calls:
-                calls.append(asyncio.gather(*[run_blocks(self.client, w, runners[w], fn, items,
-                                                         args, combine)
-                                              for w, items in groups.items()]))
-            # shielded: the bounded wait re-awaits the same calls after each poll
-            return await asyncio.shield(calls[0])
+            return await asyncio.gather(*[run_blocks(self.client, w, runners[w], fn, items,
+                                                     args, combine)
+                                          for w, items in groups.items()])
 
-        try:
-            got_all = self._bounded(results)
-        except StateLost:
-            if calls:
-                self.client.loop.add_callback(calls[0].cancel)
-            raise
+        got_all = self._bounded(results)
         self.bytes_moved += payload_bytes(got_all)
         if combine is not None:
             return [got[0] for got in got_all]
@@ -333,12 +324,19 @@ class RowBlocks:
                 f.result()
 
     def _bounded(self, make_awaitable):
-        """Run ``make_awaitable()`` on the client's loop until done, checking every
-        POLL_SECONDS that the blocks' workers are alive. A bounded wait, not wait-then-gather:
-        a result whose worker dies before it is fetched would otherwise be waited for forever.
+        """Run the awaitable ``make_awaitable()`` makes (once) on the client's loop until done,
+        checking every POLL_SECONDS that the blocks' workers are alive. A bounded wait, not
+        wait-then-gather: a result whose worker dies before it is fetched would otherwise be
+        waited for forever. The awaitable is shielded from each poll's timeout: cancelling it
+        there restarted a transfer longer than a poll from scratch, forever (a 2 GB gather);
+        it is cancelled only when the wait gives up.
         """
+        task = []
+
         async def within():
-            return await asyncio.wait_for(make_awaitable(), POLL_SECONDS)
+            if not task:
+                task.append(asyncio.ensure_future(make_awaitable()))
+            return await asyncio.wait_for(asyncio.shield(task[0]), POLL_SECONDS)
 
         try:
             while True:
@@ -355,6 +353,8 @@ class RowBlocks:
                     if gone:
                         raise StateLost(f"worker of block(s) {gone} left the cluster") from None
         except BaseException:
+            if task and not task[0].done():
+                self.client.loop.add_callback(task[0].cancel)
             self._forget_placement()
             raise
 
