@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import laplacian
+from scipy.sparse.linalg import spsolve
 
 from dask_ssl.graph.laplacian import LaplacianOperator
-from dask_ssl.graph.precond import block_matrix, check_preconditioner
+from dask_ssl.graph import precond
+from dask_ssl.graph.precond import block_matrix, check_preconditioner, envelope, factor_block
 from dask_ssl.graph.system import GraphSystem
 from dask_ssl.graph.weights import Graph
 from dask_ssl.linalg.block_cg import LocalSystem, block_cg
@@ -73,6 +75,79 @@ def test_preconditioned_solve_equals_dense_solve(client, n_blocks, partition, p)
         # One block: the preconditioner is the inverse of the system up to its shift (1e-6
         # relative: each pass gains ~6 digits), for p = 1 and for L^p alike.
         assert res.n_passes <= 4
+
+
+@pytest.fixture
+def multigrid_blocks(client):
+    """Every block gets the multigrid V-cycle instead of its LU (the workers are processes)."""
+    def set_budget(value):
+        before = precond.FILL_BUDGET
+        precond.FILL_BUDGET = value
+        return before
+
+    before = client.run(set_budget, 0.0)
+    yield
+    client.run(set_budget, next(iter(before.values())))
+
+
+@pytest.mark.parametrize("n_blocks,partition", [(1, None), (2, None), (2, "metis")])
+@pytest.mark.parametrize("p", [1, 2])
+def test_multigrid_preconditioned_solve_equals_dense_solve(client, multigrid_blocks, n_blocks,
+                                                           partition, p):
+    rng = np.random.default_rng(5 + n_blocks + 10 * p)
+    W, _ = _scrambled(_chain_clusters(4, 30, rng, bridge=1e-3), rng)
+    n = W.shape[0]
+    a = np.where(rng.random(n) < 0.1, 1.0, 0.05)
+    B = rng.standard_normal((n, 2))
+    A = 0.7 * np.linalg.matrix_power(laplacian(W.toarray(), normed=True), p) + np.diag(a)
+    exact = np.linalg.solve(A, B)
+    graph = Graph.from_scipy(W, client=client, n_blocks=n_blocks)
+    res, X = _solve(graph, 0.7, a, B, p=p, partition=partition)
+    assert res.converged.all()
+    np.testing.assert_allclose(X, exact, rtol=0, atol=1e-8 * np.abs(exact).max())
+    # the V-cycle is a good inverse of each block, not an exact one
+    assert 2 < res.n_passes <= 60
+
+
+def test_blocks_with_large_fill_get_the_multigrid_cycle():
+    """A union of random permutations (an expander, like a text kNN graph) would fill its LU; a
+    chain of small clusters (like KDD99's kNN graph) factors exactly."""
+    rng = np.random.default_rng(2)
+    n = 3000
+    expander = sum(sp.coo_matrix((np.ones(n), (np.arange(n), rng.permutation(n))), (n, n))
+                   for _ in range(4))
+    expander = (expander + expander.T).tocsr()
+    expander.setdiag(0)
+    expander.eliminate_zeros()
+    chain = _chain_clusters(100, 30, rng, bridge=0.1)
+    for W, exact in ((expander, False), (chain, True)):
+        d = np.asarray(W.sum(axis=1)).ravel()
+        a = np.where(rng.random(W.shape[0]) < 0.05, 1.0, 0.01)
+        factor = factor_block(W, d, a, 1.0, 1)
+        assert hasattr(factor, "L") == exact  # SuperLU's factors
+        P = block_matrix(W, d, a, 1.0, 1)
+        v = rng.standard_normal(W.shape[0])
+        z = factor.solve(np.c_[v])[:, 0]
+        # both act as positive definite inverses (CG needs that): the LU exactly (of the
+        # shifted block), the V-cycle as a contraction of the residual
+        assert v @ z > 0
+        if exact:
+            shifted = P + precond.SHIFT * P.diagonal().max() * sp.identity(P.shape[0])
+            np.testing.assert_allclose(z, spsolve(shifted.tocsc(), v), rtol=1e-8)
+        else:
+            assert np.linalg.norm(P @ z - v) < 0.5 * np.linalg.norm(v)
+
+
+def test_envelope_counts_the_band_under_rcm():
+    rng = np.random.default_rng(4)
+    P = sp.random(60, 60, density=0.05, random_state=rng)
+    P = (P + P.T + sp.identity(60)).tocsr()
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    order = reverse_cuthill_mckee(P, symmetric_mode=True)
+    D = P[order][:, order].toarray() != 0
+    expected = sum(i - np.flatnonzero(D[i])[0] for i in range(60))
+    assert envelope(P) == expected
 
 
 def test_warm_start_with_preconditioner(client):
