@@ -2,9 +2,12 @@
 next to TSVM and L2SVM on the same labels.
 
     python benchmarks/bench_linear_manifold.py kdd99 [--rows 494021] [--labels 1000] \
-        [--components 500,1000,2000] [--methods laprls,lapsvm,tsvm,svm]
+        [--components 500,1000,2000] [--methods nystrom,lapsvm,tsvm,svm]
     python benchmarks/bench_linear_manifold.py rcv1 [--rows 200000] [--labels 100,1000] \
-        [--methods laprls,tsvm,svm]
+        [--methods laprls,tsvm,svm] [--methods nystrom --components 1000]
+
+Methods: ``laprls`` linear LapRLS on the input features, ``nystrom`` LapRLS on Nystrom RBF
+features (one fit per ``--components`` m), ``lapsvm`` linear LapSVM, ``tsvm``, ``svm`` (L2SVM).
 
 The kNN graph is built once per data set (timed and reported apart) and passed to every Laplacian
 fit; a Laplacian method's "total s" is its fit plus the graph build. Prints per method: fit
@@ -80,7 +83,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=None,
                     help="rows (KDD99: the first rows of the 10%% file; RCV1-like default 200000)")
     ap.add_argument("--labels", default="1000", help="comma-separated label counts")
-    ap.add_argument("--components", default="500,1000,2000", help="Nystrom m (KDD99)")
+    ap.add_argument("--components", default="500,1000,2000", help="Nystrom m, one fit each")
     ap.add_argument("--rbf-gamma", type=float, default=None,
                     help="RBF width exp(-g |x-z|^2); default the estimators' own (scikit-learn's "
                          "'scale', 1 / (d Var(X)) on the landmarks' sample)")
@@ -91,6 +94,9 @@ def main() -> None:
                     help="gamma_I of the Laplacian methods, comma-separated (one fit each), or "
                          "'auto' (their default: leave-one-out on the labeled rows on the Gram "
                          "path, 1e-2 on CG)")
+    ap.add_argument("--p", type=lambda t: [int(v) for v in t.split(",")], default=[1],
+                    help="Laplacian power p of the Laplacian methods, comma-separated (one fit "
+                         "each)")
     ap.add_argument("--diagnose", action="store_true",
                     help="per Laplacian fit also print the error at the best threshold (ranking "
                          "quality, read from the hidden labels) and the share of ||w||^2 on "
@@ -102,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.data == "rcv1" and args.rows is None:
         args.rows = 200_000
-    methods = (args.methods or ("laprls,lapsvm,tsvm,svm" if args.data == "kdd99"
+    methods = (args.methods or ("nystrom,lapsvm,tsvm,svm" if args.data == "kdd99"
                                 else "laprls,tsvm,svm")).split(",")
     from dask_ssl.data import stratified_split
     from dask_ssl.graph import knn_graph
@@ -136,18 +142,18 @@ def main() -> None:
                        weights=weights, unlabeled=0, client=client, random_state=args.seed)
             runs = []
             for name in methods:
-                if name in ("laprls", "lapsvm"):
-                    for g in args.gamma_i:
-                        if name == "laprls" and args.data == "kdd99":
-                            runs += [(f"laprls m={m}", lambda m=m, g=g: LinearLapRLS(
+                if name in ("laprls", "nystrom", "lapsvm"):
+                    sizes = [int(v) for v in args.components.split(",")]
+                    for g, p in ((g, p) for g in args.gamma_i for p in args.p):
+                        if name == "nystrom":
+                            runs += [(f"laprls m={m}", lambda m=m, g=g, p=p: LinearLapRLS(
                                 kernel="rbf", kernel_params=rbf, n_components=m, gamma_I=g,
-                                **lap), True) for m in (int(v) for v in args.components.split(","))]
-                        elif name == "laprls":
-                            runs.append(("linear laprls",
-                                         lambda g=g: LinearLapRLS(gamma_I=g, **lap), True))
+                                p=p, **lap), True) for m in sizes]
                         else:
-                            runs.append(("linear lapsvm",
-                                         lambda g=g: LinearLapSVM(gamma_I=g, **lap), True))
+                            cls = LinearLapRLS if name == "laprls" else LinearLapSVM
+                            runs.append((f"linear {name}",
+                                         lambda g=g, p=p, cls=cls: cls(gamma_I=g, p=p, **lap),
+                                         True))
                 elif name == "tsvm":
                     runs.append(("tsvm", lambda: TSVM(gamma=args.gamma, gamma_u=gamma_u,
                                                       pos_fraction=r, unlabeled=0,
@@ -172,7 +178,7 @@ def main() -> None:
                     chosen = ", ".join(f"rho {r['rho']:g}: {r['errors']}"
                                        for r in m.gamma_I_selection_ or [])
                     fm = m.feature_map_
-                    print(f"{'':6s} {'':14s} gamma_I = {m.gamma_I_:.4g}"
+                    print(f"{'':6s} {'':14s} p = {m.p}, gamma_I = {m.gamma_I_:.4g}"
                           + (f" (held-out errors {chosen})" if chosen else "")
                           + ("" if fm is None else f", RBF gamma = {fm.kernel_params_['gamma']:.4g}"),
                           flush=True)
