@@ -1,47 +1,50 @@
 """Block-Jacobi preconditioner of ``gamma L^p + diag(a)``, factored and applied on the workers.
 
 Each worker block ``b`` factors its own diagonal block ``P_b = gamma (L_bb)^p + diag(a_b)`` (``L_bb``
-the block's rows and columns of ``L``) once, with SciPy's sparse LU (SuperLU, COLAMD ordering:
-on a 25 k-row METIS block of the KDD99 kNN graph it factored in 0.1 s with 3x fill, where the
-symmetric minimum-degree orderings took 11 s for the same fill), and applies ``P_b^-1`` inside
-the CG pass that already visits the block. Where no edge crosses the blocks (METIS blocks of a
-graph whose components pack into the blocks, as on KDD99) ``L`` is block diagonal, ``L^p``'s
-blocks are ``(L_bb)^p``, and the preconditioner is the inverse of the system: CG stops after one
-pass. Between blocks it is block Jacobi.
+the block's rows and columns of ``L``) once, and applies ``P_b^-1`` inside the CG pass that
+already visits the block. Where no edge crosses the blocks (METIS blocks of a graph whose
+components pack into the blocks, as on KDD99) ``L`` is block diagonal, ``L^p``'s blocks are
+``(L_bb)^p``, and the preconditioner is the inverse of the system: CG stops after one pass.
+Between blocks it is block Jacobi.
 
 ``gamma L^p + diag(a)`` is singular on a component with ``a = 0`` on all its rows (graph
 transduction's components without a labeled row when ``mu = 0``), and nearly so on a block's
 piece of a component whose edges out of the block weigh ~1e-300 (heat weights that underflow).
 CG needs a preconditioner that is applied as a symmetric positive definite matrix; the LU of a
-nearly singular block is not, to rounding (it pivots, and the normalized weights are formed in
+nearly singular block is not, to rounding (the normalized weights are formed in
 different orders on the two sides of an edge), and on a 5 k-row KDD99 sample in data blocks
 with the former default width CG diverged with shifts of 1e-10 and 1e-8 of the largest diagonal
 entry. Each factor gets a shift of :data:`SHIFT` times its largest diagonal entry: modes of the
 system below that are left to CG (on the same sample, METIS blocks took 5-9 passes instead of
 3-7; data blocks converged in 81-166).
 
-The LU's fill follows the graph's separators. A kNN graph of low intrinsic dimension has small
-ones (KDD99, 25 k-row data block: 15x fill, 0.5 s); a text kNN graph is close to an expander
-(RCV1-like 30 k rows, a 15 k-row block: 467x fill, 118 s; a 100 k-row block would not finish).
-So a block factors only when its envelope under reverse Cuthill-McKee ordering, a bound on a
-banded factor's fill, is within :data:`FILL_BUDGET` times its entries (KDD99 block above: 157;
-the RCV1-like one: 678). Other blocks get one V-cycle of PyAMG's smoothed aggregation with
-symmetric smoothing instead, a symmetric positive definite approximate inverse, set up in
-O(entries) (0.35 s on that RCV1-like block).
+The factor is SciPy's sparse LU (SuperLU) of the block in METIS nested dissection order, without
+pivoting (``P_b`` is symmetric positive definite). SuperLU's own COLAMD ordering, made for
+unsymmetric matrices, fills far more on these graphs: on a 25 k-row KDD99 data block 15x the
+block's entries (0.5 s) against 5.6x (0.17 s); on a 247 k-row one 17x (15 s) against 4.1x (2.4
+s); on a 15 k-row block of the RCV1-like text graph (30 k rows) 467x (118 s) against 41x (0.9 s).
+A text kNN graph is close to an expander, whose separators grow in proportion to its rows, so
+even that order fills without bound as blocks grow: before factoring, each block counts the
+entries of its Cholesky factor in that order (a symbolic factorization: elimination tree, then
+each row's subtree), stopping once the count passes :data:`FILL_BUDGET` times the block's
+entries. A block past the budget gets one V-cycle of PyAMG's smoothed aggregation with
+symmetric smoothing instead: a symmetric positive definite approximate inverse, set up in
+O(entries).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import reverse_cuthill_mckee
+from numba import njit
 from scipy.sparse.linalg import splu
 
 PRECONDITIONERS = (None, "block")
 #: Relative diagonal shift of each block's factor (module docstring).
 SHIFT = 1e-6
-#: Largest (2 x RCM envelope) / entries of a block that is factored exactly (module docstring).
-FILL_BUDGET = 200.0
+#: Largest Cholesky fill (entries of the factor over the block's entries, under nested
+#: dissection) of a block that is factored exactly (module docstring).
+FILL_BUDGET = 50.0
 
 
 def check_preconditioner(preconditioner) -> None:
@@ -62,18 +65,70 @@ def block_matrix(A, d, a, gamma: float, p: int) -> sp.csc_matrix:
     return (gamma * Lp + sp.diags(np.asarray(a, np.float64).ravel())).tocsc()
 
 
-def envelope(P) -> int:
-    """Entries between each row's first nonzero and its diagonal under reverse Cuthill-McKee
-    ordering of the symmetric ``P`` (with its diagonal): a bound on the fill of ``P``'s lower
-    factor in that ordering."""
-    P = sp.csr_matrix(P)
-    order = reverse_cuthill_mckee(P, symmetric_mode=True)
-    Q = P[order][:, order].tocsr()
-    Q.sort_indices()
-    rows = np.arange(Q.shape[0])
-    first = np.where(np.diff(Q.indptr) > 0, Q.indices[np.minimum(Q.indptr[:-1], Q.nnz - 1)],
-                     rows)
-    return int(np.sum(rows - np.minimum(first, rows)))
+@njit(cache=True, nogil=True)
+def _factor_entries(indptr, indices, budget):
+    """Entries of the lower Cholesky factor of a symmetric pattern (CSR, any diagonal), counted
+    row by row until they pass ``budget``: Liu's elimination tree, then each row's structure
+    as the union of the tree paths from its entries left of the diagonal."""
+    n = len(indptr) - 1
+    parent = np.full(n, -1, np.int64)
+    ancestor = np.full(n, -1, np.int64)
+    for i in range(n):
+        for e in range(indptr[i], indptr[i + 1]):
+            r = indices[e]
+            if r >= i:
+                continue
+            while ancestor[r] != -1 and ancestor[r] != i:
+                t = ancestor[r]
+                ancestor[r] = i
+                r = t
+            if ancestor[r] == -1:
+                ancestor[r] = i
+                parent[r] = i
+    mark = np.full(n, -1, np.int64)
+    count = n
+    for i in range(n):
+        mark[i] = i
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            if j >= i:
+                continue
+            while mark[j] != i:
+                mark[j] = i
+                count += 1
+                j = parent[j]
+            if count > budget:
+                return count
+    return count
+
+
+def nested_dissection(P) -> np.ndarray:
+    """METIS's fill-reducing order of the symmetric ``P``'s rows (``P[order][:, order]``)."""
+    import pymetis
+
+    S = sp.csr_matrix(P, copy=True)
+    S.setdiag(0)
+    S.eliminate_zeros()
+    if S.nnz == 0:
+        return np.arange(S.shape[0])
+    order, _ = pymetis.nested_dissection(adjacency=pymetis.CSRAdjacency(
+        S.indptr.astype(np.int64), S.indices.astype(np.int64)))
+    return np.asarray(order, dtype=np.int64)
+
+
+class _OrderedLU:
+    """The LU of ``P[order][:, order]`` without pivoting; ``.solve(V)`` in ``P``'s order."""
+
+    def __init__(self, Q, order):
+        self.order = order
+        self.lu = splu(Q.tocsc(), permc_spec="NATURAL", diag_pivot_thresh=0.0,
+                       options={"SymmetricMode": True})
+
+    def solve(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        out = np.empty_like(V)
+        out[self.order] = self.lu.solve(V[self.order])
+        return out
 
 
 class _VCycle:
@@ -94,12 +149,16 @@ class _VCycle:
 
 def factor_block(A, d, a, gamma: float, p: int):
     """A block's preconditioner (:func:`block_matrix`, shifted by :data:`SHIFT`): its sparse
-    LU, or a multigrid V-cycle past :data:`FILL_BUDGET`; ``.solve(V)`` applies its (approximate)
-    inverse to an ``n_b x c`` array."""
+    LU in nested dissection order, or a multigrid V-cycle past :data:`FILL_BUDGET`;
+    ``.solve(V)`` applies its (approximate) inverse to an ``n_b x c`` array."""
     P = block_matrix(A, d, a, gamma, p)
     scale = P.diagonal().max(initial=0.0)
     shift = SHIFT * (scale if scale > 0 else 1.0)
-    P = (P + shift * sp.identity(P.shape[0], format="csc")).tocsc()
-    if 2 * envelope(P) > FILL_BUDGET * P.nnz:
+    P = (P + shift * sp.identity(P.shape[0], format="csc")).tocsr()
+    order = nested_dissection(P)
+    Q = P[order][:, order].tocsr()
+    budget = FILL_BUDGET * P.nnz
+    if _factor_entries(Q.indptr.astype(np.int64), Q.indices.astype(np.int64),
+                       int(min(budget, 2**62))) > budget:
         return _VCycle(P)
-    return splu(P)
+    return _OrderedLU(Q, order)
