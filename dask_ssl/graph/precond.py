@@ -1,8 +1,8 @@
 """Block-Jacobi preconditioner of ``gamma L^p + diag(a)``, factored and applied on the workers.
 
-Each worker block ``b`` factors its own diagonal block ``P_b = gamma (L_bb)^p + diag(a_b)`` (``L_bb``
-the block's rows and columns of ``L``) once, and applies ``P_b^-1`` inside the CG pass that
-already visits the block. Where no edge crosses the blocks (METIS blocks of a graph whose
+Each worker block ``b`` factors its own diagonal block ``P_b = gamma (L_bb)^p + diag(a_b)``
+(``L_bb`` the block's rows and columns of ``L``) once, and applies ``P_b^-1`` inside the CG pass
+that already visits the block. Where no edge crosses the blocks (METIS blocks of a graph whose
 components pack into the blocks, as on KDD99) ``L`` is block diagonal, ``L^p``'s blocks are
 ``(L_bb)^p``, and the preconditioner is the inverse of the system: CG stops after one pass.
 Between blocks it is block Jacobi.
