@@ -78,8 +78,9 @@ def test_preconditioned_solve_equals_dense_solve(client, n_blocks, partition, p)
 
 
 @pytest.fixture
-def multigrid_blocks(client):
-    """Every block gets the multigrid V-cycle instead of its LU (the workers are processes)."""
+def diagonal_blocks(client):
+    """Every block is preconditioned by its diagonal instead of its LU (the workers are
+    processes)."""
     def set_budget(value):
         before = precond.FILL_BUDGET
         precond.FILL_BUDGET = value
@@ -92,8 +93,8 @@ def multigrid_blocks(client):
 
 @pytest.mark.parametrize("n_blocks,partition", [(1, None), (2, None), (2, "metis")])
 @pytest.mark.parametrize("p", [1, 2])
-def test_multigrid_preconditioned_solve_equals_dense_solve(client, multigrid_blocks, n_blocks,
-                                                           partition, p):
+def test_diagonal_preconditioned_solve_equals_dense_solve(client, diagonal_blocks, n_blocks,
+                                                          partition, p):
     rng = np.random.default_rng(5 + n_blocks + 10 * p)
     W, _ = _scrambled(_chain_clusters(4, 30, rng, bridge=1e-3), rng)
     n = W.shape[0]
@@ -105,11 +106,11 @@ def test_multigrid_preconditioned_solve_equals_dense_solve(client, multigrid_blo
     res, X = _solve(graph, 0.7, a, B, p=p, partition=partition)
     assert res.converged.all()
     np.testing.assert_allclose(X, exact, rtol=0, atol=1e-8 * np.abs(exact).max())
-    # the V-cycle is a good inverse of each block, not an exact one
-    assert 2 < res.n_passes <= 60
+    # not the exact inverse of a block: one block needs more than the LU's few passes
+    assert res.n_passes > 4
 
 
-def test_blocks_with_large_fill_get_the_multigrid_cycle():
+def test_blocks_with_large_fill_get_their_diagonal():
     """A union of random permutations (an expander, like a text kNN graph) would fill its LU; a
     chain of small clusters (like KDD99's kNN graph) factors exactly."""
     rng = np.random.default_rng(2)
@@ -124,18 +125,13 @@ def test_blocks_with_large_fill_get_the_multigrid_cycle():
         d = np.asarray(W.sum(axis=1)).ravel()
         a = np.where(rng.random(W.shape[0]) < 0.05, 1.0, 0.01)
         factor = factor_block(W, d, a, 1.0, 1)
-        assert isinstance(factor, precond._VCycle) != exact
+        assert isinstance(factor, precond._Diagonal) != exact
         P = block_matrix(W, d, a, 1.0, 1)
         v = rng.standard_normal(W.shape[0])
         z = factor.solve(np.c_[v])[:, 0]
-        # both act as positive definite inverses (CG needs that): the LU exactly (of the
-        # shifted block), the V-cycle as a contraction of the residual
-        assert v @ z > 0
-        if exact:
-            shifted = P + precond.SHIFT * P.diagonal().max() * sp.identity(P.shape[0])
-            np.testing.assert_allclose(z, spsolve(shifted.tocsc(), v), rtol=1e-8)
-        else:
-            assert np.linalg.norm(P @ z - v) < 0.5 * np.linalg.norm(v)
+        shifted = P + precond.SHIFT * P.diagonal().max() * sp.identity(P.shape[0])
+        expected = spsolve(shifted.tocsc(), v) if exact else v / shifted.diagonal()
+        np.testing.assert_allclose(z, expected, rtol=1e-8)
 
 
 def test_factor_entries_count_the_cholesky_pattern():
