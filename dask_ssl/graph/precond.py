@@ -43,6 +43,8 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.sparse.linalg import splu
 
+from .partition import nested_dissection
+
 PRECONDITIONERS = (None, "block")
 #: Relative diagonal shift of each block's factor (module docstring).
 SHIFT = 1e-6
@@ -104,20 +106,6 @@ def _factor_entries(indptr, indices, budget):
             if count > budget:
                 return count
     return count
-
-
-def nested_dissection(P) -> np.ndarray:
-    """METIS's fill-reducing order of the symmetric ``P``'s rows (``P[order][:, order]``)."""
-    import pymetis
-
-    S = sp.csr_matrix(P, copy=True)
-    S.setdiag(0)
-    S.eliminate_zeros()
-    if S.nnz == 0:
-        return np.arange(S.shape[0])
-    order, _ = pymetis.nested_dissection(adjacency=pymetis.CSRAdjacency(
-        S.indptr.astype(np.int64), S.indices.astype(np.int64)))
-    return np.asarray(order, dtype=np.int64)
 
 
 class _OrderedLU:
