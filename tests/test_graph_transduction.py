@@ -119,6 +119,42 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     np.testing.assert_allclose(again.scores_, gt.scores_, atol=1e-3)
 
 
+def test_class_mass_normalization_equals_the_dense_rule_and_helps_on_balanced_moons(client, moons):
+    """Zhu et al.'s rule on the dense solution: weights q_c / m_c (labeled shares over unlabeled
+    mass), every decision by the weighted scores; with labels in the classes' true shares it
+    beats the largest raw score."""
+    X, y = moons
+    raw_errors, cmn_errors = [], []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        ys = np.full(400, -1)
+        for c in (0, 1):
+            ys[rng.choice(np.flatnonzero(y == c), 2, replace=False)] = c
+        gt = GraphTransduction(gamma_I=1.0, class_mass_normalization=True, tol=1e-10,
+                               client=client, n_blocks=2).fit(X, ys)
+        labeled = ys >= 0
+        W = gt.graph_.to_scipy().toarray()
+        F = np.linalg.solve(laplacian(W, normed=True) + np.diag(labeled * 1.0),
+                            np.eye(2)[np.maximum(ys, 0)] * labeled[:, None])
+        weights = np.array([0.5, 0.5]) / np.clip(F[~labeled], 0, None).sum(axis=0)
+        weights /= weights.max()
+        np.testing.assert_allclose(gt.class_weights_, weights, rtol=1e-6)
+        expected = np.argmax(F * weights, axis=1)
+        np.testing.assert_array_equal(gt.transduction_, expected)
+        np.testing.assert_allclose(gt.label_distributions_,
+                                   (F * weights) / (F * weights).sum(axis=1, keepdims=True),
+                                   atol=1e-8)
+        raw_errors.append(np.mean(np.argmax(F, axis=1) != y))
+        cmn_errors.append(np.mean(expected != y))
+        # out of sample: the same weights, predict and decision_function agree
+        S = gt.decision_function(X[:50])
+        np.testing.assert_array_equal(gt.classes_[(S > 0).astype(int)], gt.predict(X[:50]))
+    assert np.mean(cmn_errors) < np.mean(raw_errors), (cmn_errors, raw_errors)
+    off = GraphTransduction(gamma_I=1.0, tol=1e-10, client=client, n_blocks=2).fit(X, ys)
+    np.testing.assert_array_equal(off.class_weights_, [1.0, 1.0])
+    np.testing.assert_array_equal(off.transduction_, np.argmax(off.scores_, axis=1))
+
+
 @pytest.mark.parametrize("change, message", [
     ({"gamma_I": 0.0}, "gamma_I"),
     ({"p": 0}, "p must be"),
@@ -129,6 +165,7 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     ({"n_neighbors": 30}, "smaller than the number of rows"),
     ({"partition": "spectral"}, "partition must be one of"),
     ({"preconditioner": "amg"}, "preconditioner must be one of"),
+    ({"class_mass_normalization": "yes"}, "class_mass_normalization must be True or False"),
 ])
 def test_bad_parameters(client, change, message):
     X = np.random.default_rng(0).random((30, 2))

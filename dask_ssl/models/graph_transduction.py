@@ -70,6 +70,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
         reproduces LabelSpreading's fixed point. Components without a labeled row use 1 (see
         the module docstring; their scores are 0 either way).
+    class_mass_normalization : bool, default False
+        Decide by ``F_ic q_c / m_c`` instead of ``F_ic`` (see the module docstring): for
+        ``transduction_``, ``label_distributions_`` and everything predicted. ``q`` comes
+        from the labeled rows' classes, ``m`` from the positive part of F on the unlabeled rows.
+        False is the thesis method.
     preconditioner : {"block", None}, default "block"
         ``"block"``: block-Jacobi preconditioned CG, each worker's rows of the system factored
         where they lie (:mod:`dask_ssl.graph.precond`); with METIS blocks that no edge crosses
@@ -93,10 +98,14 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
     classes_ : ndarray
     scores_ : ndarray of shape (n, n_classes)
         F, the solution of the system, per training row and class.
+    class_weights_ : ndarray of shape (n_classes,)
+        The weight of each class's scores in every decision: ``q_c / m_c`` scaled to a largest
+        weight of 1 with ``class_mass_normalization`` (0 for a class without mass on the
+        unlabeled rows), else ones.
     label_distributions_ : ndarray of shape (n, n_classes)
-        F normalized to sum 1 per row (rows of zeros stay zero).
+        The weighted F normalized to sum 1 per row (rows of zeros stay zero).
     transduction_ : ndarray of shape (n,)
-        Class of each training row.
+        Class of each training row: its largest weighted score.
     n_iter_ : int
         Block-CG passes until the last class converged.
     history_ : list of ndarray
@@ -107,7 +116,8 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, gamma_I=1.0, n_neighbors=10, metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p=1, partition="metis",
-                 unlabeled_weight=0.0, preconditioner="block", tol=1e-6, max_iter=2000,
+                 unlabeled_weight=0.0, class_mass_normalization=False, preconditioner="block",
+                 tol=1e-6, max_iter=2000,
                  search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
                  random_state=None):
         self.gamma_I = gamma_I
@@ -120,6 +130,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.p = p
         self.partition = partition
         self.unlabeled_weight = unlabeled_weight
+        self.class_mass_normalization = class_mass_normalization
         self.preconditioner = preconditioner
         self.tol = tol
         self.max_iter = max_iter
@@ -142,6 +153,9 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         check_graph_hyperparameters(self)
         check_partition(self.partition)
         check_preconditioner(self.preconditioner)
+        if not isinstance(self.class_mass_normalization, (bool, np.bool_)):
+            raise ValueError("class_mass_normalization must be True or False, got "
+                             f"{self.class_mass_normalization!r}")
 
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
         """Build the graph (unless given) and solve for all classes.
@@ -185,8 +199,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.n_features_in_ = int(X.shape[1])
         self.scores_ = F
-        self.label_distributions_ = _normalize(F)
-        self.transduction_ = classes[np.argmax(F, axis=1)]
+        self.class_weights_ = (_class_mass_weights(F, labeled, codes, classes.size)
+                               if self.class_mass_normalization else np.ones(classes.size))
+        weighted = F * self.class_weights_
+        self.label_distributions_ = _normalize(weighted)
+        self.transduction_ = classes[np.argmax(weighted, axis=1)]
         self.n_iter_ = int(result.n_iter.max())
         self.history_ = result.history
         self.graph_ = graph
@@ -239,10 +256,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         flat = w.sum(axis=1) <= 0
         w[flat] = np.isfinite(dist[flat])
         w /= w.sum(axis=1, keepdims=True)
-        return np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)])
+        return np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)]) * self.class_weights_
 
     def decision_function(self, X):
-        """Out-of-sample scores: the kNN-weighted mean of the training rows' F.
+        """Out-of-sample scores: the kNN-weighted mean of the training rows' F, times
+        ``class_weights_``.
 
         Returns shape (m,) for two classes (``F[:, 1] - F[:, 0]``, the thesis' f with +1/-1
         labels) and (m, n_classes) otherwise.
@@ -258,6 +276,17 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         """Class of new rows by kNN averaging of F."""
         scores = self._neighbor_scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+def _class_mass_weights(F, labeled, codes, n_classes) -> np.ndarray:
+    """``q_c / m_c`` per class, largest 1 (see the module docstring)."""
+    q = np.bincount(codes[labeled], minlength=n_classes) / np.count_nonzero(labeled)
+    # all rows labeled: the labeled rows' own mass stands in
+    rows = ~labeled if not labeled.all() else labeled
+    mass = np.clip(F[rows], 0.0, None).sum(axis=0)
+    weights = np.divide(q, mass, out=np.zeros(n_classes), where=mass > 0)
+    top = weights.max()
+    return weights / top if top > 0 else np.ones(n_classes)
 
 
 def _normalize(F):
