@@ -11,7 +11,7 @@ from dask_ssl.graph.system import GraphSystem
 from dask_ssl.graph.weights import knn_graph
 from dask_ssl.linalg.block_cg import LocalSystem, block_cg
 from dask_ssl.linalg.rowblocks import RowBlocks
-from dask_ssl.models.graph_transduction import GraphTransduction
+from dask_ssl.models.graph_transduction import GraphTransduction, balance_weights
 
 
 @pytest.fixture(scope="module")
@@ -119,40 +119,60 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     np.testing.assert_allclose(again.scores_, gt.scores_, atol=1e-3)
 
 
-def test_class_mass_normalization_equals_the_dense_rule_and_helps_on_balanced_moons(client, moons):
-    """Zhu et al.'s rule on the dense solution: weights q_c / m_c (labeled shares over unlabeled
-    mass), every decision by the weighted scores; with labels in the classes' true shares it
-    beats the largest raw score."""
+def _dense_scores(gt, ys):
+    labeled = ys >= 0
+    W = gt.graph_.to_scipy().toarray()
+    return np.linalg.solve(laplacian(W, normed=True) + np.diag(labeled * 1.0),
+                           np.eye(2)[np.maximum(ys, 0)] * labeled[:, None])
+
+
+def test_class_balance_cuts_the_ranking_at_the_labeled_shares(client, moons):
+    """With class_balance="labeled" the unlabeled rows are ranked by their score share
+    F_i1 / (F_i0 + F_i1) of the dense solution and cut at the labeled rows' class shares; with
+    labels in the classes' true shares that beats the largest raw score on the moons."""
     X, y = moons
-    raw_errors, cmn_errors = [], []
+    raw_errors, balanced_errors = [], []
     for seed in range(4):
         rng = np.random.default_rng(seed)
         ys = np.full(400, -1)
         for c in (0, 1):
             ys[rng.choice(np.flatnonzero(y == c), 2, replace=False)] = c
-        gt = GraphTransduction(gamma_I=1.0, class_mass_normalization=True, tol=1e-10,
-                               client=client, n_blocks=2).fit(X, ys)
-        labeled = ys >= 0
-        W = gt.graph_.to_scipy().toarray()
-        F = np.linalg.solve(laplacian(W, normed=True) + np.diag(labeled * 1.0),
-                            np.eye(2)[np.maximum(ys, 0)] * labeled[:, None])
-        weights = np.array([0.5, 0.5]) / np.clip(F[~labeled], 0, None).sum(axis=0)
-        weights /= weights.max()
-        np.testing.assert_allclose(gt.class_weights_, weights, rtol=1e-6)
-        expected = np.argmax(F * weights, axis=1)
-        np.testing.assert_array_equal(gt.transduction_, expected)
+        gt = GraphTransduction(gamma_I=1.0, class_balance="labeled", tol=1e-10, client=client,
+                               n_blocks=2).fit(X, ys)
+        unl = ys < 0
+        F = _dense_scores(gt, ys)
+        share = F[unl, 1] / F[unl].sum(axis=1)
+        expected = np.zeros(unl.sum(), dtype=int)
+        expected[np.argsort(share)[unl.sum() // 2:]] = 1
+        np.testing.assert_array_equal(gt.transduction_[unl], expected)
+        weighted = F * gt.class_weights_
+        np.testing.assert_array_equal(gt.transduction_, np.argmax(weighted, axis=1))
         np.testing.assert_allclose(gt.label_distributions_,
-                                   (F * weights) / (F * weights).sum(axis=1, keepdims=True),
-                                   atol=1e-8)
+                                   weighted / weighted.sum(axis=1, keepdims=True), atol=1e-8)
         raw_errors.append(np.mean(np.argmax(F, axis=1) != y))
-        cmn_errors.append(np.mean(expected != y))
-        # out of sample: the same weights, predict and decision_function agree
+        balanced_errors.append(np.mean(gt.transduction_ != y))
+        # out of sample: the same weights; predict and decision_function agree
         S = gt.decision_function(X[:50])
         np.testing.assert_array_equal(gt.classes_[(S > 0).astype(int)], gt.predict(X[:50]))
-    assert np.mean(cmn_errors) < np.mean(raw_errors), (cmn_errors, raw_errors)
+    assert np.mean(balanced_errors) < np.mean(raw_errors), (balanced_errors, raw_errors)
+
+    shares = GraphTransduction(gamma_I=1.0, class_balance=[0.3, 0.7], tol=1e-10, client=client,
+                               n_blocks=2).fit(X, ys)
+    assert np.sum(shares.transduction_[ys < 0] == 1) == round(0.7 * np.sum(ys < 0))
     off = GraphTransduction(gamma_I=1.0, tol=1e-10, client=client, n_blocks=2).fit(X, ys)
     np.testing.assert_array_equal(off.class_weights_, [1.0, 1.0])
     np.testing.assert_array_equal(off.transduction_, np.argmax(off.scores_, axis=1))
+
+
+def test_balance_weights_give_many_classes_their_shares():
+    rng = np.random.default_rng(0)
+    F = rng.random((2000, 4)) * np.array([1.0, 3.0, 0.5, 2.0])  # classes unequal in scale
+    F[:5] = 0.0  # rows without scores have no say
+    target = np.array([0.1, 0.2, 0.3, 0.4])
+    w = balance_weights(F, target)
+    got = np.bincount(np.argmax(F[5:] * w, axis=1), minlength=4) / 1995
+    np.testing.assert_allclose(got, target, atol=0.005)
+    assert w.max() == 1.0
 
 
 @pytest.mark.parametrize("change, message", [
@@ -165,7 +185,10 @@ def test_class_mass_normalization_equals_the_dense_rule_and_helps_on_balanced_mo
     ({"n_neighbors": 30}, "smaller than the number of rows"),
     ({"partition": "spectral"}, "partition must be one of"),
     ({"preconditioner": "amg"}, "preconditioner must be one of"),
-    ({"class_mass_normalization": "yes"}, "class_mass_normalization must be True or False"),
+    ({"class_balance": "yes"}, "class_balance must be None, 'labeled' or an array"),
+    ({"class_balance": [1.0]}, "class_balance must hold 2 positive class shares"),
+    ({"class_balance": [0.2, 0.2]}, "summing to 1"),
+    ({"class_balance": [1.2, -0.2]}, "positive class shares"),
 ])
 def test_bad_parameters(client, change, message):
     X = np.random.default_rng(0).random((30, 2))
