@@ -48,6 +48,8 @@ from typing import Callable
 
 import numpy as np
 
+from dask_ssl.linalg.workers import live_workers
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -471,7 +473,7 @@ class MemoryFillRunner(WorkerKillRunner):
                 except BaseException as exc:
                     result["error"] = _error(exc)
 
-            victim = self.rng.choice(sorted(client.scheduler_info(n_workers=-1)["workers"]))
+            victim = self.rng.choice(sorted(live_workers(client)))
             runner = threading.Thread(target=run, daemon=True)
             runner.start()
             runner.join(delay)
@@ -483,10 +485,10 @@ class MemoryFillRunner(WorkerKillRunner):
                 return Outcome(BAD, f"memory #{k}: no result {bound:.0f} s after the fill")
             # the nanny restarts the filled worker under a new address, perhaps after the fit
             deadline = time.monotonic() + 60
-            while (victim in client.scheduler_info(n_workers=-1)["workers"]
+            while (victim in live_workers(client)
                    and time.monotonic() < deadline):
                 time.sleep(0.2)
-            gone = victim not in client.scheduler_info(n_workers=-1)["workers"]
+            gone = victim not in live_workers(client)
         if "error" in result:
             return Outcome(CLEAN, f"memory #{k}: {result['error'][:300]}")
         if not same(result["objective"], want):

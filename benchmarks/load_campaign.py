@@ -66,6 +66,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dask_ssl.linalg.workers import live_workers
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -178,7 +180,7 @@ def tsvm_on_cluster(procs: DaskProcesses, args) -> dict:
     from dask_ssl.models import TSVM
 
     with Client(procs.address, set_as_default=False, direct_to_workers=True) as client:
-        addresses = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        addresses = sorted(live_workers(client))
         with PeakRSS(procs) as peak:
             t0 = time.perf_counter()
             blocks = rcv1_like(n_rows=args.rows, client=client, n_blocks=args.blocks)
@@ -190,7 +192,7 @@ def tsvm_on_cluster(procs: DaskProcesses, args) -> dict:
             est = TSVM(gamma=1e-3, gamma_u=10.0, pos_fraction=r, unlabeled=0, client=client)
             est.fit(blocks, y_train)
         spill = client.run(_spill_metrics)
-        after = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        after = sorted(live_workers(client))
     return {"objective": float(est.objective_), "fit_seconds": est.fit_seconds_,
             "make_seconds": made, "stages": est.n_iter_, "peak_rss": peak.peak,
             "pids": {k: sorted(v) for k, v in peak.pids.items()},

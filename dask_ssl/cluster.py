@@ -15,6 +15,7 @@ from distributed.system import MEMORY_LIMIT
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from .kernel_cache import load_imported_kernels
+from .linalg.workers import live_workers
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ def dashboard_link(client: Client) -> str | None:
 
 def _has_processes(client: Client) -> bool:
     """Whether a LocalCluster's workers are processes (their addresses are sockets)."""
-    return not all(a.startswith("inproc://") for a in client.scheduler_info(n_workers=-1)["workers"])
+    return not all(a.startswith("inproc://") for a in live_workers(client))
 
 
 def get_client(client: Client | None = None, *, scheduler: str | None = None,
@@ -161,7 +162,7 @@ def get_client(client: Client | None = None, *, scheduler: str | None = None,
         except ValueError:
             pass
     for owned in _OWNED:
-        if ((n_workers is None or len(owned.scheduler_info(n_workers=-1)["workers"]) == n_workers)
+        if ((n_workers is None or len(live_workers(owned)) == n_workers)
                 and _has_processes(owned) == processes):
             return owned
     cluster = LocalCluster(n_workers=n_workers or default_workers(), threads_per_worker=1,

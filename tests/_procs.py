@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from dask_ssl.linalg.workers import live_workers
+
 BIN = Path(sys.executable).parent
 
 
@@ -84,7 +86,7 @@ class DaskProcesses:
 
     def kill_worker_at(self, client, address: str) -> None:
         """Kill (SIGKILL) the worker process listening at ``address``."""
-        name = client.scheduler_info(n_workers=-1)["workers"][address]["name"]
+        name = live_workers(client)[address]["name"]
         self.kill_worker(int(str(name).lstrip("w")))
 
     def alive(self) -> list[int]:
@@ -105,7 +107,7 @@ class DaskProcesses:
         deadline = time.time() + timeout
         with Client(self.address, timeout=timeout, set_as_default=False,
                     **self.client_kwargs()) as c:
-            while {w["name"] for w in c.scheduler_info(n_workers=-1)["workers"].values()} != names:
+            while {w["name"] for w in live_workers(c).values()} != names:
                 if time.time() > deadline:
                     raise RuntimeError(f"workers {sorted(names)} did not all register")
                 time.sleep(0.05)

@@ -11,6 +11,7 @@ from dask_ssl.data.generators import g50c, rcv1_like, two_moons
 from dask_ssl.graph.knn import build_knn, query_knn
 from dask_ssl.graph.quality import exact_neighbors, knn_quality
 from dask_ssl.linalg.rowblocks import RowBlocks
+from dask_ssl.linalg.workers import live_workers
 
 
 def _compile_kernels():
@@ -30,7 +31,7 @@ def compiled_workers(client):
     """Compile the kernels on one worker, then let the others load them from numba's disk
     cache: two workers compiling the same kernels at once would each pay the full cost on a
     2-core machine."""
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(live_workers(client))
     client.run(_compile_kernels, workers=workers[:1])
     client.run(_compile_kernels, workers=workers[1:])
 

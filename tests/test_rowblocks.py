@@ -8,6 +8,7 @@ import weakref
 import numpy as np
 
 from dask_ssl.linalg import RowBlocks, rowblocks
+from dask_ssl.linalg.workers import live_workers
 
 
 def _slow(i, X):
@@ -64,3 +65,28 @@ def test_bytes_moved_counts_arguments_per_worker_and_results(client):
     blocks.map(_scaled_rows, v)
     # as tasks, the argument goes with every block's task
     assert blocks.bytes_moved - before == blocks.n_blocks * v.nbytes + 60 * 8
+
+
+def test_a_wait_does_not_take_the_clients_refresh_for_lost_workers(client, monkeypatch):
+    """The client's periodic refresh caches an identity without workers; a poll that read that
+    cache took every block's worker for gone and gave up a live solve (804 k-row RCV1-like)."""
+    monkeypatch.setattr(rowblocks, "POLL_SECONDS", 0.01)
+    blocks = RowBlocks.from_array(np.ones((40, 3)), client=client)
+    blocks.owners()
+    refreshing = [True]
+
+    async def refresh():  # what the client's PeriodicCallback does, back to back
+        while refreshing[0]:
+            await client._update_scheduler_info()
+            await asyncio.sleep(0)
+
+    async def transfer():
+        await asyncio.sleep(1.0)
+        return "done"
+
+    client.loop.add_callback(refresh)
+    try:
+        assert blocks._bounded(transfer) == "done"
+    finally:
+        refreshing[0] = False
+    assert set(live_workers(client)) >= set(blocks.owners())

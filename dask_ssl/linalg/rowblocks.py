@@ -21,6 +21,7 @@ from distributed import Client, Future, wait
 
 from .direct import BlockRunner, run_blocks
 from .workerstate import StateLost
+from .workers import live_workers
 
 #: Seconds a round trip may run before the driver checks that the blocks' workers are alive.
 POLL_SECONDS = 2.0
@@ -348,7 +349,7 @@ class RowBlocks:
                     # this call stack, and so the blocks' futures (the run's data on the
                     # workers) after the run, until a garbage collection finds it.
                     exc.__traceback__ = None
-                    alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+                    alive = set(live_workers(self.client))
                     gone = [i for i, w in enumerate(self._owners or []) if w not in alive]
                     if gone:
                         raise StateLost(f"worker of block(s) {gone} left the cluster") from None

@@ -24,6 +24,7 @@ from pathlib import Path
 import fsspec
 import numpy as np
 
+from ..linalg.workers import live_workers
 from ..models.artifact import load_model, save_model
 from . import metrics as metrics_mod
 from . import report as report_mod
@@ -253,7 +254,7 @@ class Run:
             "split": {k: v for k, v in final.items()
                       if k not in ("metrics", "estimator", "test", "y_test")},
             "cluster": {"scheduler": self.client.scheduler.address,
-                        "n_workers": len(self.client.scheduler_info(n_workers=-1)["workers"])},
+                        "n_workers": len(live_workers(self.client))},
             "estimator": {"name": type(est).__name__, "objective": _jsonable(est.objective_),
                           "n_iter": _jsonable(est.n_iter_),
                           "fit_seconds": getattr(est, "fit_seconds_", None)},

@@ -38,6 +38,7 @@ def cluster_args(p: argparse.ArgumentParser) -> None:
 def connect(args):
     """The client the command runs on; prints the dashboard of a LocalCluster it starts."""
     from ..cluster import dashboard_link, get_client
+    from ..linalg.workers import live_workers
 
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be at least 1, got {args.workers}")
@@ -54,7 +55,7 @@ def connect(args):
                         dashboard=dashboard)
     if args.scheduler is None:
         link = dashboard_link(client)
-        print(f"dask-ssl: LocalCluster with {len(client.scheduler_info()['workers'])} "
+        print(f"dask-ssl: LocalCluster with {len(live_workers(client))} "
               f"{'worker processes' if processes else 'workers'}"
               f"{f', dashboard {link}' if link else ''}", file=sys.stderr)
     return client
