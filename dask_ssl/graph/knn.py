@@ -10,7 +10,7 @@
    missing ones fetched from the neighbouring block): random-projection trees
    (splitting by which of two random rows is nearer, so the same code serves euclidean and
    cosine, dense and sparse), NN-descent from the trees' leaves, and a search graph (the kNN
-   lists plus their reverse edges). Neighbours inside a block come from its NN-descent lists.
+   lists without the neighbours a nearer neighbour leads to, plus their reverse edges). Neighbours inside a block come from its NN-descent lists.
 3. **Across blocks**, the distinct rows of index ``b`` (a small array) travel once to each
    other index's worker, without waiting for any index, and are searched there, best first
    through that index's search graph: first from the tree leaf each falls into, then again
@@ -156,7 +156,8 @@ class BlockIndex:
     ind, dst : ndarray
         NN-descent lists (index row numbers, rank distances), nearest first.
     adj_ptr, adj_ind : ndarray
-        The search graph in CSR form: the lists plus their reverse edges.
+        The search graph in CSR form: the lists, thinned by
+        :func:`dask_ssl.graph._nndescent.diversify`, plus their reverse edges.
     tree : tuple
         A random-projection tree over the rows (:func:`dask_ssl.graph._nndescent.rp_tree`).
     metric : str
@@ -241,7 +242,7 @@ def _build_index(A, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed
         n_iter = nnd.nn_descent(A, ind, dst, flg, code, max_candidates, n_iters, 0.001,
                                 int(rng.randint(2**31 - 1)))
         nnd.sort_heaps(ind, dst)
-    ptr, adj = _search_graph(ind, n)
+    ptr, adj = _search_graph(nnd.diversify(A, ind, dst, code), n)
     return BlockIndex(A, order, ind.astype(_index_dtype(n)), dst, ptr, adj, tree, metric,
                       int(n_iter))
 
@@ -398,7 +399,7 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         At most this many NN-descent rounds (it stops earlier when lists stop changing).
     search_budget : int, optional
         At most this many distance evaluations per row and other block in the cross-block
-        search (a third for its first pass, the rest for the second); default ``30 k``; 0 for
+        search (a sixth for its first pass, the rest for the second); default ``30 k``; 0 for
         no limit. Bounds the search's time on data whose distances crowd into plateaus
         (recall then rests more on ``search_epsilon``).
     exact_below : int
