@@ -686,25 +686,134 @@ def _candidates(ind, flg, max_cand, seed):
     return new_i, old_i
 
 
+def make_join_scratch(A, max_cand):  # pragma: no cover - replaced by the overload
+    """Working memory of :func:`join_distances` (compiled code only)."""
+    raise NotImplementedError
+
+
+def join_distances(A, new, old, D, scratch, metric):  # pragma: no cover - replaced by overload
+    """The distances of NN-descent's local join of one row's candidates: ``D[a, b]`` between
+    ``new[a]`` and ``new[b]`` (``b > a``), ``D[a, m + b]`` between ``new[a]`` and ``old[b]``
+    (``m = new.size``); entries of missing rows (-1) are left as they were (compiled code
+    only)."""
+    raise NotImplementedError
+
+
+# Sparse rows: the candidates' pairwise dot products through an inverted list of their
+# entries (each column's entries chained through a head array), so a product costs the entries
+# the two rows share rather than a gather per entry of one of them; old candidates enter
+# first, unchained among themselves, as old-old pairs are never compared. RCV1-like rows
+# (100 k, K = 15, 4 rounds, one core, loaded host): 15.6-17.7 -> 12.1 s, the same lists.
+
+@overload(make_join_scratch)
+def _make_join_scratch_overload(A, max_cand):
+    if isinstance(A, types.Array):
+        return lambda A, max_cand: make_work(A, A)
+
+    def sparse(A, max_cand):
+        ap, ai, _ = A
+        width = (int(ai.max()) + 1) if ai.size else 1
+        longest = 0
+        for i in range(ap.size - 1):
+            longest = max(longest, ap[i + 1] - ap[i])
+        cap = 2 * max_cand * longest
+        return (np.full(width, -1, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
+                np.empty(cap), np.zeros((max_cand, 2 * max_cand)), np.zeros(2 * max_cand))
+    return sparse
+
+
+@overload(join_distances)
+def _join_distances_overload(A, new, old, D, scratch, metric):
+    if isinstance(A, types.Array):
+        def dense(A, new, old, D, scratch, metric):
+            m = new.size
+            for a in range(m):
+                p = new[a]
+                if p < 0:
+                    continue
+                pin(A, p, scratch)
+                for b in range(a + 1, m):
+                    if new[b] >= 0:
+                        D[a, b] = pdist(scratch, A, p, A, new[b], metric)
+                for b in range(old.size):
+                    if old[b] >= 0:
+                        D[a, m + b] = pdist(scratch, A, p, A, old[b], metric)
+                unpin(A, p, scratch)
+        return dense
+
+    def sparse(A, new, old, D, scratch, metric):
+        ap, ai, ax = A
+        head, nxt, slot, val, G, sq = scratch
+        m = new.size
+        e = 0
+        for b in range(old.size):
+            r = old[b]
+            if r < 0:
+                continue
+            sq[m + b] = 0.0
+            for p in range(ap[r], ap[r + 1]):
+                v = np.float64(ax[p])
+                sq[m + b] += v * v
+                nxt[e], slot[e], val[e] = head[ai[p]], m + b, v
+                head[ai[p]] = e
+                e += 1
+        for a in range(m):
+            r = new[a]
+            if r < 0:
+                continue
+            G[a, :] = 0.0
+            sq[a] = 0.0
+            for p in range(ap[r], ap[r + 1]):
+                c = ai[p]
+                v = np.float64(ax[p])
+                sq[a] += v * v
+                f = head[c]
+                while f >= 0:
+                    G[a, slot[f]] += v * val[f]
+                    f = nxt[f]
+                nxt[e], slot[e], val[e] = head[c], a, v
+                head[c] = e
+                e += 1
+        for rows in (new, old):
+            for t in range(rows.size):
+                if rows[t] >= 0:
+                    for p in range(ap[rows[t]], ap[rows[t] + 1]):
+                        head[ai[p]] = -1
+        for a in range(m):
+            if new[a] < 0:
+                continue
+            # new[b] (b > a) entered after new[a]: their product sits in row b
+            for b in range(a + 1, m):
+                if new[b] >= 0:
+                    D[a, b] = (max(sq[a] + sq[b] - 2.0 * G[b, a], 0.0) if metric == 0
+                               else max(1.0 - G[b, a], 0.0))
+            for b in range(old.size):
+                if old[b] >= 0:
+                    D[a, m + b] = (max(sq[a] + sq[m + b] - 2.0 * G[a, m + b], 0.0)
+                                   if metric == 0 else max(1.0 - G[a, m + b], 0.0))
+    return sparse
+
+
 @njit(cache=True, nogil=True)
 def nn_descent(A, ind, dst, flg, metric, max_cand, n_iters, delta, seed):
     """Refine the heaps by local joins until fewer than ``delta * n * K`` updates a round."""
     n, K = ind.shape
-    work = make_work(A, A)
+    scratch = make_join_scratch(A, max_cand)
+    D = np.empty((max_cand, 2 * max_cand))
     for it in range(n_iters):
         new_i, old_i = _candidates(ind, flg, max_cand, seed + it)
         updates = 0
         for i in range(n):
+            join_distances(A, new_i[i], old_i[i], D, scratch, metric)
             for a in range(max_cand):
                 p = new_i[i, a]
                 if p < 0:
                     continue
-                pin(A, p, work)
                 for b in range(a + 1, max_cand):
                     q = new_i[i, b]
                     if q < 0:
                         continue
-                    d = pdist(work, A, p, A, q, metric)
+                    d = D[a, b]
                     if d < dst[p, 0] or d < dst[q, 0]:
                         updates += heap_push(ind, dst, flg, p, d, q, 1)
                         updates += heap_push(ind, dst, flg, q, d, p, 1)
@@ -712,11 +821,10 @@ def nn_descent(A, ind, dst, flg, metric, max_cand, n_iters, delta, seed):
                     q = old_i[i, b]
                     if q < 0 or q == p:
                         continue
-                    d = pdist(work, A, p, A, q, metric)
+                    d = D[a, max_cand + b]
                     if d < dst[p, 0] or d < dst[q, 0]:
                         updates += heap_push(ind, dst, flg, p, d, q, 1)
                         updates += heap_push(ind, dst, flg, q, d, p, 1)
-                unpin(A, p, work)
         if updates <= delta * n * K:
             return it + 1
     return n_iters
