@@ -10,7 +10,8 @@
    missing ones fetched from the neighbouring block): random-projection trees
    (splitting by which of two random rows is nearer, so the same code serves euclidean and
    cosine, dense and sparse), NN-descent from the trees' leaves, and a search graph (the kNN
-   lists without the neighbours a nearer neighbour leads to, plus their reverse edges). Neighbours inside a block come from its NN-descent lists.
+   lists without the neighbours a nearer neighbour leads to, plus their reverse edges).
+   Neighbours inside a block come from its NN-descent lists.
 3. **Across blocks**, the distinct rows of index ``b`` (a small array) travel once to each
    other index's worker, without waiting for any index, and are searched there, best first
    through that index's search graph: first from the tree leaf each falls into, then again
