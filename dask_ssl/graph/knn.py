@@ -10,12 +10,15 @@
    missing ones fetched from the neighbouring block): random-projection trees
    (splitting by which of two random rows is nearer, so the same code serves euclidean and
    cosine, dense and sparse), NN-descent from the trees' leaves, and a search graph (the kNN
-   lists plus their reverse edges). Neighbours inside a block come from its NN-descent lists.
+   lists without the neighbours a nearer neighbour leads to, plus their reverse edges).
+   Neighbours inside a block come from its NN-descent lists.
 3. **Across blocks**, the distinct rows of index ``b`` (a small array) travel once to each
    other index's worker, without waiting for any index, and are searched there, best first
-   through that index's search graph from the tree leaf they fall into; the candidates from
-   all indexes are merged by distance on ``b``'s worker. Indexes are disjoint, so the merge is
-   exact over the candidates.
+   through that index's search graph: first from the tree leaf each falls into, then again
+   from what the first pass found for the row and for its neighbours in ``b`` (index ``b``'s
+   lists, a small array that follows once ``b`` is built); the candidates from all indexes
+   are merged by distance on ``b``'s worker. Indexes are disjoint, so the merge is exact over
+   the candidates.
 4. Rows in a group of duplicates get the other members of their group (distance 0) and the
    members of the groups their group's distinct row found, merged by (distance, row number) as
    an exact search would order ties.
@@ -154,7 +157,8 @@ class BlockIndex:
     ind, dst : ndarray
         NN-descent lists (index row numbers, rank distances), nearest first.
     adj_ptr, adj_ind : ndarray
-        The search graph in CSR form: the lists plus their reverse edges.
+        The search graph in CSR form: the lists, thinned by
+        :func:`dask_ssl.graph._nndescent.diversify`, plus their reverse edges.
     tree : tuple
         A random-projection tree over the rows (:func:`dask_ssl.graph._nndescent.rp_tree`).
     metric : str
@@ -239,7 +243,7 @@ def _build_index(A, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed
         n_iter = nnd.nn_descent(A, ind, dst, flg, code, max_candidates, n_iters, 0.001,
                                 int(rng.randint(2**31 - 1)))
         nnd.sort_heaps(ind, dst)
-    ptr, adj = _search_graph(ind, n)
+    ptr, adj = _search_graph(nnd.diversify(A, ind, dst, code), n)
     return BlockIndex(A, order, ind.astype(_index_dtype(n)), dst, ptr, adj, tree, metric,
                       int(n_iter))
 
@@ -256,13 +260,26 @@ def _own_neighbors(index, k, offset):
     return _global_rows(index, index.ind[:, :k], index.dst[:, :k], offset)
 
 
-def _search_index(index, Q, k, epsilon, offset, seed, budget=0):
-    """The ``k`` nearest rows of ``index`` (global numbers from ``offset``) to prepared ``Q``."""
+def _query_neighbors(index, k):
+    """The first ``k`` of each row's NN-descent list, as the block's distinct rows in their own
+    order (the numbering of the rows the other indexes search)."""
+    ind = index.ind[:, :k]
+    out = np.full(ind.shape, -1, dtype=np.int64)
+    out[index.order] = np.where(ind >= 0, index.order[np.maximum(ind, 0)], -1)
+    return out
+
+
+def _search_index(index, Q, k, epsilon, offset, seed, budget=0, qnbr=None):
+    """The ``k`` nearest rows of ``index`` (global numbers from ``offset``) to prepared ``Q``;
+    ``qnbr`` (:func:`_query_neighbors` of the queries' own index) seeds a second pass."""
     slack = (1.0 + epsilon) ** 2 if index.metric == "euclidean" else 1.0 + epsilon
     left, right, pa, pb, start, stop, perm = index.tree
     k = min(k, index.n)
+    nq = _n_prepared(Q)
+    if qnbr is None:
+        qnbr = np.empty((nq, 0), dtype=np.int64)
     ind, dst = nnd.search(index.rows, index.n, index.adj_ptr, index.adj_ind, left, right, pa,
-                          pb, start, stop, perm, Q, _n_prepared(Q), k, slack,
+                          pb, start, stop, perm, Q, nq, qnbr, k, slack,
                           _METRIC_CODE[index.metric], seed, int(budget))
     return _global_rows(index, ind, dst, offset)
 
@@ -383,8 +400,9 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
         At most this many NN-descent rounds (it stops earlier when lists stop changing).
     search_budget : int, optional
         At most this many distance evaluations per row and other block in the cross-block
-        search; default ``100 k``; 0 for no limit. Bounds the search's time on data whose
-        distances crowd into plateaus (recall then rests more on ``search_epsilon``).
+        search (a sixth for its first pass, the rest for the second); default ``30 k``; 0 for
+        no limit. Bounds the search's time on data whose distances crowd into plateaus
+        (recall then rests more on ``search_epsilon``).
     exact_below : int
         With fewer rows than this in all, search exactly (brute force, block by block) and build
         no index. 0 forces the indexes.
@@ -401,7 +419,7 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
     k = int(n_neighbors)
     if data.n_rows < exact_below:
         return _build_exact(data, k, metric)
-    budget = 100 * k if search_budget is None else int(search_budget)
+    budget = 30 * k if search_budget is None else int(search_budget)
     rng = random_state if isinstance(random_state, np.random.RandomState) \
         else np.random.RandomState(random_state)
     seeds = rng.randint(0, 2**31 - 1, size=(data.n_blocks, 2))
@@ -455,8 +473,10 @@ def build_knn(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidea
                 continue
             own = client.submit(_own_neighbors, indexes[b], k_u, int(i_off[b]),
                                 workers=[owners[b]], allow_other_workers=True, pure=False)
+            qnbr = client.submit(_query_neighbors, indexes[b], k_u, workers=[owners[b]],
+                                 allow_other_workers=True, pure=False)
             cands = [client.submit(_search_index, indexes[c], queries[b], k_u, search_epsilon,
-                                   int(i_off[c]), int(seeds[c, 1]) + b, budget,
+                                   int(i_off[c]), int(seeds[c, 1]) + b, budget, qnbr,
                                    workers=[owners[c]], allow_other_workers=True, pure=False)
                      for c in range(B) if c != b and indexes[c] is not None]
             u_parts.append(client.submit(_merge_block, indexes[b], k_u, own, *cands,
