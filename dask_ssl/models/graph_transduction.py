@@ -280,11 +280,12 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
 
     def predict_proba(self, X):
-        """Out-of-sample label distributions (kNN mean of F, normalized per row)."""
+        """Out-of-sample label distributions (kNN mean of F times ``class_weights_``,
+        normalized per row)."""
         return _normalize(self._neighbor_scores(X))
 
     def predict(self, X):
-        """Class of new rows by kNN averaging of F."""
+        """Class of new rows: the largest kNN mean of F times ``class_weights_``."""
         scores = self._neighbor_scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
 
