@@ -8,7 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from dask_ssl.data.generators import g50c, rcv1_like, two_moons
-from dask_ssl.graph.knn import build_knn, query_knn
+from dask_ssl.graph import _nndescent as nnd
+from dask_ssl.graph.knn import build_knn, prepare_rows, query_knn
 from dask_ssl.graph.quality import exact_neighbors, knn_quality
 from dask_ssl.linalg.rowblocks import RowBlocks
 from dask_ssl.linalg.workers import live_workers
@@ -234,3 +235,34 @@ def test_uneven_repeats_share_the_work(client, sparse):
     # new points: a repeated row's copies come first, at distance 0
     q_ind, q_dst = query_knn(neigh, X[:3], 10)
     assert (q_dst[:, :9] == 0).all() and (q_ind[0, :9] < 10).all()
+
+
+@pytest.mark.parametrize("sparse,metric", [(False, "euclidean"), (True, "cosine")])
+def test_diversified_lists_drop_exactly_the_neighbours_a_kept_nearer_one_covers(sparse, metric):
+    """The search graph's lists: neighbour y of row i (nearest first) is kept iff no kept,
+    nearer neighbour u has dist(u, y) < dist(i, y), checked against NumPy distances (rows
+    where a comparison is within float32 rounding are left out)."""
+    X = rcv1_like(n_rows=300, seed=3)[0] if sparse else g50c(n=300, seed=3)[0]
+    A = prepare_rows(X, metric)
+    code = {"euclidean": nnd.EUCLIDEAN, "cosine": nnd.COSINE}[metric]
+    ind, dst = nnd.brute_force(A, 300, 12, code)
+    out = nnd.diversify(A, ind, dst, code)
+    rows = (sp.csr_matrix((A[2], A[1], A[0])).toarray() if sparse else A).astype(np.float64)
+    D = (1.0 - rows @ rows.T if metric == "cosine"
+         else ((rows[:, None, :] - rows[None, :, :]) ** 2).sum(axis=2))
+    np.testing.assert_allclose(dst, D[np.arange(300)[:, None], ind], rtol=1e-4, atol=1e-5)
+    checked = dropped = 0
+    for i in range(300):
+        kept, clear = [], True
+        for t in range(12):
+            y = ind[i, t]
+            gaps = [D[u, y] - D[i, y] for u in kept]
+            clear &= all(abs(g) > 1e-4 * max(D[i, y], 1e-3) for g in gaps)
+            if all(g >= 0 for g in gaps):
+                kept.append(y)
+        if clear:
+            checked += 1
+            np.testing.assert_array_equal(out[i][: len(kept)], kept)
+            assert np.all(out[i][len(kept):] == -1)
+            dropped += 12 - len(kept)
+    assert checked > 250 and dropped > 0, (checked, dropped)
