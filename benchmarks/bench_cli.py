@@ -91,7 +91,7 @@ def timed(cmd, **kw):
 
 def run_dask_ssl(args, data, method, work: Path, cached=False) -> dict:
     model = work / f"model-{method}"
-    cmd = [DASK_SSL, "fit", "--data", str(data["svm"]), "--gamma", str(args.gamma),
+    cmd = [DASK_SSL, "fit", "--data", str(data["svm"]), "--gamma-A", str(args.gamma),
            "--model-out", str(model), "--outputs", str(work / f"outputs-{method}.txt")]
     if args.workers:
         cmd += ["--workers", str(args.workers)]
@@ -183,7 +183,7 @@ def main() -> None:
                     help="rows (default: all of KDD99 10%%, 804414 RCV1-like); for trying it out")
     ap.add_argument("--labels", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--gamma", type=float, default=1e-3)
+    ap.add_argument("--gamma-A", dest="gamma", type=float, default=1e-3)
     ap.add_argument("--gamma-u", type=float, default=None,
                     help="gamma' (default 1 on KDD99, 10 on RCV1-like, as bench_s3vm)")
     ap.add_argument("--methods", default="tsvm,da,svm")

@@ -286,7 +286,7 @@ def main():
                     help="right-hand sides per product (classes x hyperparameter values)")
     ap.add_argument("--labeled", type=float, default=0.01)
     ap.add_argument("--n-labels", type=int, default=500, help="solve: labeled rows")
-    ap.add_argument("--gamma", type=float, default=1.0)
+    ap.add_argument("--gamma-I", dest="gamma", type=float, default=1.0)
     ap.add_argument("--tol", type=float, default=None,
                     help="block-CG tolerance (default 1e-4 for transduction, 1e-6 for solve)")
     ap.add_argument("--max-iter", type=int, default=2000, help="block-CG passes")

@@ -43,18 +43,18 @@ def main():
     for seed in range(args.draws):
         X, truth, y = draw(seed, args.n)
         t0 = time.perf_counter()
-        da = KernelDAS3VM(loss="l2", gamma=0.01, gamma_u=0.3, kernel_params={"gamma": 16.0}).fit(X, y)
+        da = KernelDAS3VM(loss="squared_hinge", gamma_A=0.01, gamma_u=0.3, kernel_params={"gamma": 16.0}).fit(X, y)
         ok = bool(np.all(da.transduction_ == truth))
         perfect += ok
         line = [f"draw {seed}: DA(l2, Table 3.4 setting) perfect={ok} "
                 f"({time.perf_counter() - t0:.1f} s)"]
         u = int((y < 0).sum())
-        setting = dict(gamma=0.1 / 2, gamma_u=u / 2, kernel_params={"gamma": 2.0})
-        da = KernelDAS3VM(loss="l2", **setting).fit(X, y)
+        setting = dict(gamma_A=0.1 / 2, gamma_u=u / 2, kernel_params={"gamma": 2.0})
+        da = KernelDAS3VM(loss="squared_hinge", **setting).fit(X, y)
         K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 2.0})
         ys = np.where(y < 0, 0.0, np.where(y == 1, 1.0, -1.0))
         a = da.dual_coef_[:, 0]
-        da_obj = s3vm_objective(a, K @ a, ys, setting["gamma"], setting["gamma_u"], "l2", n_pos=u // 2)
+        da_obj = s3vm_objective(a, K @ a, ys, setting["gamma_A"], setting["gamma_u"], "squared_hinge", n_pos=u // 2)
         line.append(f"Table 3.1 setting: DA error {np.mean(da.transduction_ != truth):.3f} "
                     f"objective {da_obj:.5g}")
         t0 = time.perf_counter()

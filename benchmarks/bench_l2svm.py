@@ -5,7 +5,7 @@ regularize the bias). Prints wall time, objective (svmlin normalization) and the
 against LIBLINEAR at the stopping tolerance that first reaches an objective within 1e-6
 (relative) of the best one, which is the accuracy the target is set at.
 
-    python benchmarks/bench_l2svm.py [--gamma 0.001] [--rcv1 [N_ROWS]]
+    python benchmarks/bench_l2svm.py [--gamma-A 0.001] [--rcv1 [N_ROWS]]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def kdd99(gamma: float, repeats: int) -> None:
         blocks = read_kdd99(str(KDD99), client=client)
         times = []
         for _ in range(repeats):
-            m = L2SVM(gamma=gamma, client=client).fit(blocks)
+            m = L2SVM(gamma_A=gamma, client=client).fit(blocks)
             times.append(m.fit_seconds_)
         trips = blocks.round_trips
         ours = objective(X, y, m.coef_[0], m.intercept_[0], gamma)
@@ -80,9 +80,9 @@ def rcv1(n_rows: int) -> None:
         gen = time.perf_counter() - t0
         # compile (or load) the workers' numba kernels outside the timed fit
         first = client.submit(lambda X: X[:2000], blocks.blocks[0]).result()
-        L2SVM(gamma=1e-3, unlabeled=0, client=client).fit(first, np.where(np.arange(2000) % 2, 1, -1))
+        L2SVM(gamma_A=1e-3, unlabeled=0, client=client).fit(first, np.where(np.arange(2000) % 2, 1, -1))
         trips0 = blocks.round_trips
-        m = L2SVM(gamma=1e-3, client=client).fit(blocks)
+        m = L2SVM(gamma_A=1e-3, client=client).fit(blocks)
         trips = blocks.round_trips - trips0
         print(f"RCV1-like {n_rows} x {blocks.n_features}: generated in {gen:.1f} s; L2SVM fit "
               f"{m.fit_seconds_:.1f} s, {m.n_iter_} Newton steps, {trips} round trips "
@@ -92,7 +92,7 @@ def rcv1(n_rows: int) -> None:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gamma", type=float, default=1e-3)
+    ap.add_argument("--gamma-A", dest="gamma", type=float, default=1e-3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--rcv1", type=int, nargs="?", const=804414)
     args = ap.parse_args()

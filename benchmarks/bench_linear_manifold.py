@@ -91,7 +91,7 @@ def main() -> None:
                          "'scale', 1 / (d Var(X)) on the landmarks' sample)")
     ap.add_argument("--blocks", type=int)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--gamma", type=float, default=1e-3, help="gamma (svm, tsvm) = gamma_A")
+    ap.add_argument("--gamma-A", dest="gamma", type=float, default=1e-3, help="gamma_A of every method")
     ap.add_argument("--gamma-i", type=_gamma_list, default=["auto"],
                     help="gamma_I of the Laplacian methods, comma-separated (one fit each), or "
                          "'auto' (their default: leave-one-out on the labeled rows on the Gram "
@@ -161,11 +161,11 @@ def main() -> None:
                         metric=metric, weights=weights, class_balance="labeled",
                         unlabeled=0, client=client), True))
                 elif name == "tsvm":
-                    runs.append(("tsvm", lambda: TSVM(gamma=args.gamma, gamma_u=gamma_u,
+                    runs.append(("tsvm", lambda: TSVM(gamma_A=args.gamma, gamma_u=gamma_u,
                                                       pos_fraction=r, unlabeled=0,
                                                       client=client), False))
                 else:
-                    runs.append(("l2svm", lambda: L2SVM(gamma=args.gamma, unlabeled=0,
+                    runs.append(("l2svm", lambda: L2SVM(gamma_A=args.gamma, unlabeled=0,
                                                         client=client), False))
             for name, make, uses_graph in runs:
                 trips0 = blocks.round_trips

@@ -183,10 +183,10 @@ class _TimedCombine:
 def make_methods(args, gamma_u, client, r):
     from dask_ssl.models import DAS3VM, L2SVM, TSVM
 
-    return {"svm": lambda: L2SVM(gamma=args.gamma, unlabeled=0, client=client),
-            "tsvm": lambda: TSVM(gamma=args.gamma, gamma_u=gamma_u, pos_fraction=r,
+    return {"svm": lambda: L2SVM(gamma_A=args.gamma, unlabeled=0, client=client),
+            "tsvm": lambda: TSVM(gamma_A=args.gamma, gamma_u=gamma_u, pos_fraction=r,
                                  unlabeled=0, client=client),
-            "da": lambda: DAS3VM(gamma=args.gamma, gamma_u=gamma_u, pos_fraction=r,
+            "da": lambda: DAS3VM(gamma_A=args.gamma, gamma_u=gamma_u, pos_fraction=r,
                                  unlabeled=0, client=client)}
 
 
@@ -227,7 +227,7 @@ def main() -> None:
     ap.add_argument("--fraction", type=float, default=1.0, help="use the first share of blocks")
     ap.add_argument("--blocks", type=int)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--gamma", type=float, default=1e-3)
+    ap.add_argument("--gamma-A", dest="gamma", type=float, default=1e-3)
     ap.add_argument("--gamma-u", type=float, default=None)
     ap.add_argument("--methods", default="svm,tsvm,da")
     ap.add_argument("--profile", action="store_true",

@@ -94,7 +94,7 @@ def bench_retrain(client, out: Path, n: int, estimator: str) -> None:
             "outputs.plots=false", "outputs.predictions=none", f"data.params.n={n}",
             "split.labeled_per_class=50", f"estimator.name={estimator}"]
     if estimator != "TSVM":
-        base.append("estimator.params={gamma: 1e-3}")
+        base.append("estimator.params={gamma_A: 1e-3}")
 
     def run(seed: int, store: str, warm: bool) -> dict:
         doc = load_workflow(ROOT / "workflows" / "quickstart.yaml",

@@ -177,10 +177,10 @@ class WorkerKill:
 def worker_kill_table():
     from dask_ssl.models import DAS3VM, TSVM, GraphTransduction, LapRLS, LinearLapRLS
 
-    s3vm = dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4)
+    s3vm = dict(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4)
     return [
         WorkerKill("TSVM", TSVM, s3vm, checkpoint=True),
-        WorkerKill("DAS3VM", DAS3VM, dict(s3vm, T0=0.4), checkpoint=True),
+        WorkerKill("DAS3VM", DAS3VM, dict(s3vm, initial_temperature=0.4), checkpoint=True),
         WorkerKill("GraphTransduction", GraphTransduction, dict(n_neighbors=10, random_state=0)),
         WorkerKill("LinearLapRLS", LinearLapRLS, dict(random_state=0)),
         WorkerKill("LapRLS-primal", LapRLS, dict(solver="primal", random_state=0)),
@@ -271,7 +271,7 @@ class WorkerKillRunner:
 
 
 # driver kills ------------------------------------------------------------------------------
-FIT_ARGS = ["--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "1", "--pos-fraction", "0.4"]
+FIT_ARGS = ["--algorithm", "tsvm", "--gamma-A", "0.01", "--gamma-u", "1", "--pos-fraction", "0.4"]
 
 
 def _cli(args, address, timeout):

@@ -189,7 +189,7 @@ def tsvm_on_cluster(procs: DaskProcesses, args) -> dict:
             y_train = stratified_split(y, n_labeled=args.labels, seed=0).y_train(y, marker=0)
             r = float(np.mean(y[y_train == 0] > 0))
             share = client.run(_managed_bytes)
-            est = TSVM(gamma=1e-3, gamma_u=10.0, pos_fraction=r, unlabeled=0, client=client)
+            est = TSVM(gamma_A=1e-3, gamma_u=10.0, pos_fraction=r, unlabeled=0, client=client)
             est.fit(blocks, y_train)
         spill = client.run(_spill_metrics)
         after = sorted(live_workers(client))

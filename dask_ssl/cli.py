@@ -71,15 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--data", required=True, help="svmlight file (label 0 = unlabeled), glob or URL")
     fit.add_argument("--format", choices=["auto", "svmlight", "kdd99"], default="auto")
     fit.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="svm")
-    fit.add_argument("--gamma", type=float,
-                     help="regularization of the linear methods (svmlin -W; default 1e-3)")
+    fit.add_argument("--gamma", type=float, dest="old_gamma", help=argparse.SUPPRESS)
     fit.add_argument("--gamma-u", type=float, help="unlabeled loss weight gamma' (svmlin -U)")
     fit.add_argument("--pos-fraction", type=float,
                      help="fraction r of unlabeled rows that are positive (svmlin -R)")
     fit.add_argument("--max-switches", type=int,
                      help="TSVM label pairs switched per round (svmlin -S; default: all)")
     fit.add_argument("--gamma-A", dest="gamma_A", type=float,
-                     help="laprls/lapsvm/linlaprls/linlapsvm: ambient norm weight gamma_A")
+                     help="ambient-norm weight gamma_A (svmlin -W; default 1e-3 for the linear "
+                          "methods)")
     fit.add_argument("--gamma-I", dest="gamma_I", type=float,
                      help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I "
                           "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not)")
@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="how the --n-components landmarks are drawn (default uniform)")
     fit.add_argument("--n-neighbors", type=int, help="Laplacian methods: k of the kNN graph")
     fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
-    fit.add_argument("--loss", choices=["squared_hinge", "hinge"], help="LapSVM loss")
+    # no argparse choices: the estimator's own check names the choices and old spellings
+    fit.add_argument("--loss", help="loss V: lapsvm (squared_hinge, hinge), kda and bb "
+                                    "(squared_hinge, squared)")
     fit.add_argument("--labeled", type=int, metavar="N",
                      help="keep a stratified N of the labels, treat the other rows as unlabeled")
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")

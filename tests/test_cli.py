@@ -31,11 +31,11 @@ def test_fit_then_predict_in_process(client, tmp_path, capsys):
     X, y = write_problem(data)
     model = tmp_path / "model"
     with client.as_current():
-        assert main(["fit", "--data", str(data), "--algorithm", "svm", "--gamma", "0.01",
+        assert main(["fit", "--data", str(data), "--algorithm", "svm", "--gamma-A", "0.01",
                      "--model-out", str(model), "--outputs", str(tmp_path / "fit.out")]) == 0
     doc = json.loads((model / "model.json").read_text())
     assert MODEL_FIELDS <= set(doc)
-    assert doc["estimator"] == "L2SVM" and doc["params"]["gamma"] == 0.01
+    assert doc["estimator"] == "L2SVM" and doc["params"]["gamma_A"] == 0.01
     assert doc["data_shape"] == [400, 6]
     fitted = np.loadtxt(tmp_path / "fit.out")
     assert fitted.shape == (400,)
@@ -73,12 +73,14 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--gamma", "0"], "gamma must be"), (["--gamma", "-1"], "gamma must be"),
+    (["--gamma-A", "0"], "gamma_A must be"), (["--gamma-A", "-1"], "gamma_A must be"),
+    (["--gamma", "0.01"], "--gamma was renamed --gamma-A"),
     (["--algorithm", "tsvm", "--pos-fraction", "1.5"], "pos_fraction"),
     (["--algorithm", "tsvm", "--gamma-u", "-2"], "gamma_u"),
     (["--algorithm", "svm", "--gamma-u", "1"], "does not apply"),
     (["--algorithm", "svm", "--n-components", "10"], "does not apply"),
-    (["--algorithm", "linlaprls", "--gamma", "1"], "does not apply"),
+    (["--algorithm", "linlaprls", "--max-switches", "1"], "does not apply"),
+    (["--algorithm", "kda", "--loss", "l2"], "'l2' is now called 'squared_hinge'"),
     (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
     (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
     (["--algorithm", "laprls", "--n-components", "0"], "n_components must be"),
@@ -99,7 +101,7 @@ def test_fit_against_real_scheduler_and_workers(real_cluster, tmp_path):
     write_problem(data, unlabeled_every=3)
     model = tmp_path / "model"
     cmd = [sys.executable, "-m", "dask_ssl.cli", "fit", "--scheduler", cluster.address,
-           "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "0.5",
+           "--data", str(data), "--algorithm", "tsvm", "--gamma-A", "0.01", "--gamma-u", "0.5",
            "--model-out", str(model), "--outputs", str(tmp_path / "out.txt")]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -138,7 +140,7 @@ def test_kdd99_model_predicts_with_its_training_encoding(client, kdd99_path, tmp
     test.write_text("".join(lines[100000:100300]))
     model = tmp_path / "model"
     with client.as_current():
-        assert main(["fit", "--data", str(train), "--gamma", "0.01", "--model-out", str(model),
+        assert main(["fit", "--data", str(train), "--gamma-A", "0.01", "--model-out", str(model),
                      "--outputs", str(tmp_path / "fit.out")]) == 0
         assert main(["predict", "--model", str(model), "--data", str(test),
                      "--outputs", str(tmp_path / "pred.out")]) == 0
@@ -154,7 +156,7 @@ def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
     model = tmp_path / "model"
     launched = time.time()
     done = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "1",
-                           "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01",
+                           "--data", str(data), "--algorithm", "tsvm", "--gamma-A", "0.01",
                            "--model-out", str(model), "--outputs", str(tmp_path / "out.txt")],
                           capture_output=True, text=True, timeout=300)
     ended = time.time()
@@ -182,7 +184,7 @@ def test_worker_threads_and_worker_processes_fit_the_same_model(tmp_path):
     for name, extra in [("threads", ["--dashboard"]), ("processes", ["--processes"])]:
         model = tmp_path / name
         done = subprocess.run([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "2",
-                               "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01",
+                               "--data", str(data), "--algorithm", "tsvm", "--gamma-A", "0.01",
                                "--model-out", str(model), *extra],
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
@@ -209,7 +211,7 @@ def test_two_concurrent_fits_on_one_file_share_the_block_cache(tmp_path):
     write_problem(data, n=2000, unlabeled_every=3)
     env = dict(os.environ, DASK_SSL_CACHE=str(tmp_path / "cache"))
     procs = [subprocess.Popen([sys.executable, "-m", "dask_ssl.cli", "fit", "--workers", "1",
-                               "--data", str(data), "--gamma", "0.01",
+                               "--data", str(data), "--gamma-A", "0.01",
                                "--model-out", str(tmp_path / f"model{k}")],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for k in range(2)]

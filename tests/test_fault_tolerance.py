@@ -38,10 +38,10 @@ def wait_for_stage(checkpoint, stage, proc=None, timeout=240):
 
 
 @pytest.mark.parametrize("cls, params", [
-    (TSVM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4)),
+    (TSVM, dict(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4)),
     # T0 = 0.4: 10 temperatures, about 360 round trips (T0 = 2 takes about 1000 and 13 stages);
     # the worker still dies with most of the annealing ahead.
-    (DAS3VM, dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, T0=0.4)),
+    (DAS3VM, dict(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4, initial_temperature=0.4)),
 ])
 def test_killed_worker_does_not_change_objective(real_cluster, tmp_path, cls, params):
     cluster = real_cluster(n_workers=3)
@@ -79,7 +79,7 @@ def test_killed_driver_resumes_to_same_objective(real_cluster, tmp_path):
     cluster = real_cluster(n_workers=3)
     data = tmp_path / "train.svm"
     fc.write_clusters(data, seed=1)
-    fit = ["fit", "--data", str(data), "--algorithm", "tsvm", "--gamma", "0.01", "--gamma-u", "1"]
+    fit = ["fit", "--data", str(data), "--algorithm", "tsvm", "--gamma-A", "0.01", "--gamma-u", "1"]
     # The uninterrupted run in this process (the command's own start-up is seconds).
     with Client(cluster.address, set_as_default=False) as client, client.as_current():
         assert main([*fit, "--model-out", str(tmp_path / "clean")]) == 0

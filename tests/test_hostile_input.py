@@ -137,7 +137,7 @@ _scalar = st.one_of(st.integers(-5, 5), st.floats(allow_nan=True).map(repr),
                     st.sampled_from(["tsvm", "1e-3", "~", "''", "yes", "!!python/name:os.system",
                                      "!!python/object/apply:os.system ['touch PWNED']", "*nope",
                                      "&a 1", "{", "]", "\t", "\0", "\x07"]))
-_key = st.sampled_from(["name", "data", "estimator", "params", "gamma", "source", "path",
+_key = st.sampled_from(["name", "data", "estimator", "params", "gamma_A", "source", "path",
                         "outputs", "split", "<<", "? x", "- y", "a b"])
 
 

@@ -54,7 +54,7 @@ def test_sqr_step_is_the_dense_solve_of_eq_3_10():
 
 def test_fitted_sqr_model_solves_eq_3_10_at_its_soft_labels():
     X, y = small_problem()
-    est = KernelDAS3VM(loss="sqr", gamma=0.01, gamma_u=2.0, kernel_params={"gamma": 0.3}).fit(X, y)
+    est = KernelDAS3VM(loss="squared", gamma_A=0.01, gamma_u=2.0, kernel_params={"gamma": 0.3}).fit(X, y)
     K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 0.3})
     lab = y >= 0
     Y = np.where(y == 1, 1.0, -1.0)
@@ -65,7 +65,7 @@ def test_fitted_sqr_model_solves_eq_3_10_at_its_soft_labels():
     # the monitored objective is that of the returned alpha
     f = K @ est.dual_coef_[:, 0]
     assert est.objective_ == pytest.approx(
-        s3vm_objective(est.dual_coef_[:, 0], f, np.where(lab, Y, 0.0), 0.01, 2.0, "sqr"), rel=1e-10)
+        s3vm_objective(est.dual_coef_[:, 0], f, np.where(lab, Y, 0.0), 0.01, 2.0, "squared"), rel=1e-10)
     assert [h["stage"] for h in est.history_] == list(range(len(est.history_)))
     assert est.history_[-1]["entropy"] < (~lab).sum() * 1e-6
 
@@ -73,7 +73,7 @@ def test_fitted_sqr_model_solves_eq_3_10_at_its_soft_labels():
 def test_gamma_u_zero_is_kernel_rls_on_the_labels():
     X, y = small_problem()
     lab = y >= 0
-    est = KernelDAS3VM(loss="sqr", gamma=0.05, gamma_u=0.0, kernel_params={"gamma": 0.3}).fit(X, y)
+    est = KernelDAS3VM(loss="squared", gamma_A=0.05, gamma_u=0.0, kernel_params={"gamma": 0.3}).fit(X, y)
     ref = KernelRidge(alpha=0.05 * lab.sum(), kernel="rbf", gamma=0.3).fit(
         X[lab], np.where(y[lab] == 1, 1.0, -1.0))
     Xt = np.random.default_rng(5).normal(size=(30, 3))
@@ -85,7 +85,7 @@ def test_gamma_u_zero_is_kernel_l2_svm_on_the_labels():
     X, y = small_problem()
     lab = y >= 0
     gamma = 0.05
-    est = KernelDAS3VM(loss="l2", gamma=gamma, gamma_u=0.0, kernel_params={"gamma": 0.3},
+    est = KernelDAS3VM(loss="squared_hinge", gamma_A=gamma, gamma_u=0.0, kernel_params={"gamma": 0.3},
                        tol=1e-12).fit(X, y)
     Kl = kernel_matrix(X[lab], kernel="rbf", kernel_params={"gamma": 0.3})
     yl = np.where(y[lab] == 1, 1.0, -1.0)
@@ -104,15 +104,15 @@ def test_gamma_u_zero_is_kernel_l2_svm_on_the_labels():
 
 
 @pytest.mark.parametrize("cls", [KernelDAS3VM, BranchAndBoundS3VM])
-@pytest.mark.parametrize("loss", ["l2", "sqr"])
+@pytest.mark.parametrize("loss", ["squared_hinge", "squared"])
 def test_no_unlabeled_rows_fit_the_supervised_kernel_model_with_a_warning(cls, loss):
     # the objective without its unlabeled term: gamma_u = 0 on the same labeled rows
     X, y = small_problem()
     lab = y >= 0
-    params = dict(loss=loss, gamma=0.05, kernel_params={"gamma": 0.3}, tol=1e-12)
+    params = dict(loss=loss, gamma_A=0.05, kernel_params={"gamma": 0.3}, tol=1e-12)
     ref = KernelDAS3VM(gamma_u=0.0, **params).fit(X, y)
     with pytest.warns(UserWarning, match="no unlabeled rows.*supervised kernel "
-                      + ("L2-SVM" if loss == "l2" else "RLS")):
+                      + ("L2-SVM" if loss == "squared_hinge" else "RLS")):
         est = cls(**params).fit(X[lab], y[lab])
     Xt = np.random.default_rng(5).normal(size=(30, 3))
     np.testing.assert_allclose(est.decision_function(Xt), ref.decision_function(Xt), atol=1e-8)
@@ -126,7 +126,7 @@ class Interrupt(Exception):
 
 def test_interrupted_fit_resumes_to_the_same_result(tmp_path, monkeypatch):
     X, _, y = moons_draw(0, n=80)
-    params = dict(loss="l2", gamma=0.03, gamma_u=1.0, kernel_params={"gamma": 8.0})
+    params = dict(loss="squared_hinge", gamma_A=0.03, gamma_u=1.0, kernel_params={"gamma": 8.0})
     whole = KernelDAS3VM(**params).fit(X, y)
     run_stage = KernelDADriver.run_stage
 
@@ -156,7 +156,7 @@ def test_multiclass_one_vs_rest_and_model_store(tmp_path):
     y = np.full(90, -1)
     y[[0, 1, 30, 31, 60, 61]] = truth[[0, 1, 30, 31, 60, 61]]
     for cls in (KernelDAS3VM, BranchAndBoundS3VM):
-        params = dict(gamma=0.01, gamma_u=1.0, kernel_params={"gamma": 0.5}, pos_fraction=1 / 3)
+        params = dict(gamma_A=0.01, gamma_u=1.0, kernel_params={"gamma": 0.5}, pos_fraction=1 / 3)
         est = cls(**params).fit(X, y)
         assert est.dual_coef_.shape == (90, 3) and len(est.history_) == 3
         np.testing.assert_array_equal(est.transduction_, truth)
@@ -176,9 +176,10 @@ def test_multiclass_one_vs_rest_and_model_store(tmp_path):
     ({"kernel": "gaussian"}, None, "unknown kernel 'gaussian'"),
     ({"kernel_params": {"sigma": 1.0}}, None, "takes no parameter"),
     ({"kernel": lambda A, B: np.full((len(A), len(B)), np.nan)}, None, "non-finite value"),
-    ({"gamma": 0.0}, None, "gamma must be"),
+    ({"gamma_A": 0.0}, None, "gamma_A must be"),
     ({"gamma_u": -1.0}, None, "gamma_u must be"),
     ({"loss": "hinge"}, None, "loss must be one of"),
+    ({"loss": "l2"}, None, "'l2' is now called 'squared_hinge'"),
     ({"pos_fraction": 1.5}, None, "pos_fraction must be in"),
     ({}, "nan", "non-finite value"),
     ({}, "one class", "only one labeled class"),
@@ -201,7 +202,7 @@ def test_two_moons_da_l2_finds_the_perfect_labeling_in_6_of_10_draws():
     perfect = 0
     for seed in range(10):
         X, truth, y = moons_draw(seed)
-        est = KernelDAS3VM(loss="l2", gamma=0.01, gamma_u=0.3, kernel_params={"gamma": 16.0})
+        est = KernelDAS3VM(loss="squared_hinge", gamma_A=0.01, gamma_u=0.3, kernel_params={"gamma": 16.0})
         perfect += bool(np.all(est.fit(X, y).transduction_ == truth))
     assert perfect >= 6
 
@@ -223,13 +224,13 @@ def brute_force(K, y, gamma, gamma_u, loss, n_pos):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("loss", ["l2", "sqr"])
+@pytest.mark.parametrize("loss", ["squared_hinge", "squared"])
 def test_branch_and_bound_is_the_global_optimum(loss, seed):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(14, 2))
     y = np.full(14, -1)
     y[0], y[1] = 0, 1
-    params = dict(loss=loss, gamma=0.05, gamma_u=3.0, kernel_params={"gamma": 1.0})
+    params = dict(loss=loss, gamma_A=0.05, gamma_u=3.0, kernel_params={"gamma": 1.0})
     est = BranchAndBoundS3VM(**params).fit(X, y)
     K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 1.0})
     ys = np.where(y < 0, 0.0, np.where(y == 1, 1.0, -1.0))
@@ -259,7 +260,7 @@ def test_cli_fit_and_predict(client, tmp_path, algorithm, estimator):
     dump_svmlight_file(X, np.where(y < 0, 0, np.where(y == 1, 1, -1)), str(data), zero_based=False)
     model = tmp_path / "model"
     with client.as_current():
-        assert main(["fit", "--data", str(data), "--algorithm", algorithm, "--gamma", "0.05",
+        assert main(["fit", "--data", str(data), "--algorithm", algorithm, "--gamma-A", "0.05",
                      "--gamma-u", "2", "--model-out", str(model)]) == 0
         assert main(["predict", "--model", str(model), "--data", str(data),
                      "--outputs", str(tmp_path / "out")]) == 0
@@ -277,11 +278,11 @@ def test_branch_and_bound_on_two_moons_is_perfect_and_beats_da():
     for seed in range(10):
         X, truth, y = moons_draw(seed)
         u = int((y < 0).sum())
-        setting = dict(gamma=0.05, gamma_u=u / 2, kernel_params={"gamma": 2.0})
+        setting = dict(gamma_A=0.05, gamma_u=u / 2, kernel_params={"gamma": 2.0})
         bb = BranchAndBoundS3VM(max_nodes=10000, **setting).fit(X, y)
         np.testing.assert_array_equal(bb.transduction_, truth)
         da = KernelDAS3VM(**setting).fit(X, y)
         K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 2.0})
         a = da.dual_coef_[:, 0]
         ys = np.where(y < 0, 0.0, np.where(y == 1, 1.0, -1.0))
-        assert s3vm_objective(a, K @ a, ys, 0.05, u / 2, "l2", n_pos=u // 2) > bb.objective_
+        assert s3vm_objective(a, K @ a, ys, 0.05, u / 2, "squared_hinge", n_pos=u // 2) > bb.objective_

@@ -25,7 +25,7 @@ def test_same_objective_as_liblinear_on_kdd99_subset(client, kdd99_path, gamma):
     w, b = model.get_decfun()
     sign = 1.0 if model.get_labels()[0] == 1 else -1.0
     theirs = objective(X, y, sign * np.asarray(w), sign * b, gamma)
-    ours = L2SVM(gamma=gamma, client=client, unlabeled=0).fit(X, y)
+    ours = L2SVM(gamma_A=gamma, client=client, unlabeled=0).fit(X, y)
     assert objective(X, y, ours.coef_[0], ours.intercept_[0], gamma) == pytest.approx(
         ours.objective_, rel=1e-10)
     assert ours.objective_ == pytest.approx(theirs, rel=1e-6)

@@ -67,7 +67,7 @@ def test_laprls_solves_eq3(client, solver, n_blocks):
 def test_laprls_without_graph_term_is_rls(client):
     X, y = problem(seed=1, n_classes=2)
     m = LinearLapRLS(gamma_A=0.02, gamma_I=0.0, client=client).fit(X, y)
-    r = RLS(gamma=0.02, unlabeled=-1, client=client).fit(X, y)
+    r = RLS(gamma_A=0.02, unlabeled=-1, client=client).fit(X, y)
     np.testing.assert_allclose(m.coef_, r.coef_, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(m.intercept_, r.intercept_, rtol=1e-8, atol=1e-12)
     assert m.objective_ == pytest.approx(r.objective_, rel=1e-9)
@@ -77,7 +77,7 @@ def test_laprls_without_graph_term_is_rls(client):
 def test_lapsvm_without_graph_term_is_l2svm(client, solver):
     X, y = problem(seed=2, n_classes=2)
     m = LinearLapSVM(gamma_A=0.01, gamma_I=0.0, solver=solver, client=client).fit(X, y)
-    r = L2SVM(gamma=0.01, solver=solver, unlabeled=-1, client=client).fit(X, y)
+    r = L2SVM(gamma_A=0.01, solver=solver, unlabeled=-1, client=client).fit(X, y)
     assert m.objective_ == pytest.approx(r.objective_, rel=1e-9)
 
 
@@ -190,9 +190,9 @@ def test_tsvm_with_a_feature_map_fits_and_predicts_in_feature_space(client, tmp_
     y[:2] = [0, 1]
     kw = dict(kernel="rbf", kernel_params={"gamma": 0.3}, n_components=15,
               landmarks="kmeans++", random_state=0)
-    m = TSVM(gamma=0.01, gamma_u=1e-4, client=client, **kw).fit(X, y)
+    m = TSVM(gamma_A=0.01, gamma_u=1e-4, client=client, **kw).fit(X, y)
     Z = NystromFeatures(**kw).fit(X).transform(X)
-    ref = TSVM(gamma=0.01, gamma_u=1e-4, client=client).fit(Z, y)
+    ref = TSVM(gamma_A=0.01, gamma_u=1e-4, client=client).fit(Z, y)
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(m.decision_function(X), ref.decision_function(Z), rtol=1e-8,
                                atol=1e-10)

@@ -37,7 +37,7 @@ def problem(sparse, seed=0, n=240, d=8):
 def test_l2svm_matches_dense_optimum(client, sparse, solver):
     X, y = problem(sparse)
     gamma = 0.01
-    m = L2SVM(gamma=gamma, solver=solver, unlabeled=0, client=client, n_blocks=3).fit(X, y)
+    m = L2SVM(gamma_A=gamma, solver=solver, unlabeled=0, client=client, n_blocks=3).fit(X, y)
     w = np.r_[m.coef_[0], m.intercept_]
     reference = dense_svm(X, y, gamma)
     assert svm_objective(X, y, w, gamma) == pytest.approx(m.objective_, rel=1e-10)
@@ -49,17 +49,17 @@ def test_unlabeled_rows_are_ignored_by_supervised_svm(client):
     X, y = problem(False, seed=1)
     y_partial = y.copy()
     y_partial[::3] = 0
-    m = L2SVM(gamma=0.05, unlabeled=0, client=client).fit(X, y_partial)
+    m = L2SVM(gamma_A=0.05, unlabeled=0, client=client).fit(X, y_partial)
     keep = y_partial != 0
-    m2 = L2SVM(gamma=0.05, unlabeled=0, client=client).fit(X[keep], y[keep])
+    m2 = L2SVM(gamma_A=0.05, unlabeled=0, client=client).fit(X[keep], y[keep])
     np.testing.assert_allclose(m.coef_, m2.coef_, rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("n_blocks", [1, 3, 7])
 def test_result_independent_of_block_count(client, n_blocks):
     X, y = problem(True, seed=2, n=301)
-    ref = L2SVM(gamma=0.003, unlabeled=0, client=client, n_blocks=2).fit(X, y)
-    m = L2SVM(gamma=0.003, unlabeled=0, client=client, n_blocks=n_blocks).fit(X, y)
+    ref = L2SVM(gamma_A=0.003, unlabeled=0, client=client, n_blocks=2).fit(X, y)
+    m = L2SVM(gamma_A=0.003, unlabeled=0, client=client, n_blocks=n_blocks).fit(X, y)
     assert m.objective_ == pytest.approx(ref.objective_, rel=1e-10)
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-7, atol=1e-9)
 
@@ -83,8 +83,8 @@ def test_dask_array_input_gives_the_numpy_model(client):
     import dask.array as da
 
     X, y = problem(False, seed=4, n=300)
-    ref = L2SVM(gamma=0.01, unlabeled=0, client=client).fit(X, y)
-    m = L2SVM(gamma=0.01, unlabeled=0, client=client).fit(da.from_array(X, chunks=(100, 8)), y)
+    ref = L2SVM(gamma_A=0.01, unlabeled=0, client=client).fit(X, y)
+    m = L2SVM(gamma_A=0.01, unlabeled=0, client=client).fit(da.from_array(X, chunks=(100, 8)), y)
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
     scores = m.decision_function(da.from_array(X, chunks=(100, 8)))
     assert isinstance(scores, da.Array)
@@ -95,7 +95,7 @@ def test_dask_array_input_gives_the_numpy_model(client):
 def test_rls_equals_closed_form(client, solver):
     X, y = problem(True, seed=3)
     gamma = 0.02
-    m = RLS(gamma=gamma, solver=solver, unlabeled=0, client=client, n_blocks=4, tol=1e-12).fit(X, y)
+    m = RLS(gamma_A=gamma, solver=solver, unlabeled=0, client=client, n_blocks=4, tol=1e-12).fit(X, y)
     Xa = np.column_stack([X.toarray(), np.ones(X.shape[0])])
     l = X.shape[0]
     # thesis: w = (X^T X + gamma l I)^-1 X^T y
@@ -111,7 +111,7 @@ def test_multiclass_one_vs_rest(client):
     X = centers[labels] + rng.normal(size=(300, 2))
     y = np.array(["a", "b", "c"])[labels].astype(object)
     y[::2] = "?"
-    m = L2SVM(gamma=0.01, unlabeled="?", client=client).fit(X, y)
+    m = L2SVM(gamma_A=0.01, unlabeled="?", client=client).fit(X, y)
     assert list(m.classes_) == ["a", "b", "c"]
     assert m.coef_.shape == (3, 2)
     assert np.mean(m.predict(X) == np.array(["a", "b", "c"])[labels]) > 0.95
@@ -123,8 +123,8 @@ def test_multiclass_one_vs_rest(client):
 
 def test_warm_start_reaches_same_optimum_in_fewer_steps(client):
     X, y = problem(True, seed=5, n=400)
-    cold = L2SVM(gamma=1e-3, unlabeled=0, client=client).fit(X, y)
-    warm = L2SVM(gamma=1e-3, unlabeled=0, client=client).fit(X, y, coef_init=cold.coef_with_bias())
+    cold = L2SVM(gamma_A=1e-3, unlabeled=0, client=client).fit(X, y)
+    warm = L2SVM(gamma_A=1e-3, unlabeled=0, client=client).fit(X, y, coef_init=cold.coef_with_bias())
     assert warm.objective_ == pytest.approx(cold.objective_, rel=1e-10)
     assert warm.n_iter_ < cold.n_iter_
 

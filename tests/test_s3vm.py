@@ -34,7 +34,7 @@ def data():
 def tsvm_half(client, data):
     """TSVM at gamma' = 0.5 on 3 blocks (reference path, block and worker counts, warm start)."""
     X, yl, _ = data
-    return TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
+    return TSVM(gamma_A=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
                 n_blocks=3).fit(X, yl)
 
 
@@ -42,7 +42,7 @@ def tsvm_half(client, data):
 def tsvm_one(client, data):
     """TSVM at gamma' = 1 with as many switches as qualify (switching tests)."""
     X, yl, _ = data
-    return TSVM(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
+    return TSVM(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
 
 
 def whole_fraction(yl, r=0.4):
@@ -56,7 +56,7 @@ def whole_fraction(yl, r=0.4):
 def da_half(client, data):
     """DA at gamma' = 0.5 on 3 blocks (the reference path, balance and entropy, worker counts)."""
     X, yl, _ = data
-    return DAS3VM(gamma=1e-2, gamma_u=0.5, pos_fraction=whole_fraction(yl), unlabeled=0,
+    return DAS3VM(gamma_A=1e-2, gamma_u=0.5, pos_fraction=whole_fraction(yl), unlabeled=0,
                   client=client, n_blocks=3).fit(X, yl)
 
 
@@ -81,7 +81,7 @@ def test_switching_strictly_decreases_objective(tsvm_one):
 
 def test_single_and_max_switching_agree(client, data, tsvm_one):
     X, yl, _ = data
-    common = dict(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client)
+    common = dict(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client)
     one = TSVM(max_switches=1, **common).fit(X, yl)
     many = tsvm_one
     assert abs(one.objective_ - many.objective_) <= 0.01 * many.objective_
@@ -112,8 +112,8 @@ def test_da_balance_and_final_entropy(da_half, data):
 
 def test_tsvm_beats_supervised_svm_on_clusters(client):
     X, yl, y = clusters(n=1000, n_labeled=6, seed=3)
-    svm = L2SVM(gamma=1e-2, unlabeled=0, client=client).fit(X, yl)
-    tsvm = TSVM(gamma=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
+    svm = L2SVM(gamma_A=1e-2, unlabeled=0, client=client).fit(X, yl)
+    tsvm = TSVM(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4, unlabeled=0, client=client).fit(X, yl)
     err_svm = np.mean(svm.predict(X) != y)
     err_tsvm = np.mean(tsvm.predict(X) != y)
     assert err_tsvm < 0.5 * err_svm, (err_svm, err_tsvm)
@@ -125,7 +125,7 @@ def test_tsvm_beats_supervised_svm_on_clusters(client):
 @pytest.mark.parametrize("n_blocks", [1, 5])
 def test_block_count_does_not_change_result(client, data, tsvm_half, n_blocks):
     X, yl, _ = data
-    common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
+    common = dict(gamma_A=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
     ref_t = tsvm_half  # 3 blocks
     t = TSVM(n_blocks=n_blocks, **common).fit(X, yl)
     assert t.objective_ == pytest.approx(ref_t.objective_, rel=1e-9)
@@ -166,7 +166,7 @@ def test_candidate_fetch_trip_keeps_the_result(client, data, tsvm_half, monkeypa
 
     monkeypatch.setattr(tsvm, "EAGER_CANDIDATES", 2)
     X, yl, _ = data
-    t = TSVM(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
+    t = TSVM(gamma_A=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client,
              n_blocks=3).fit(X, yl)
     assert t.objective_ == pytest.approx(tsvm_half.objective_, rel=1e-12)
     np.testing.assert_array_equal(t.transduction_, tsvm_half.transduction_)
@@ -186,7 +186,7 @@ def test_stage_records_count_trips_and_bytes(tsvm_half, da_half):
 
 def test_worker_count_does_not_change_result(data, tsvm_half, da_half):
     X, yl, _ = data
-    common = dict(gamma=1e-2, gamma_u=0.5, unlabeled=0)
+    common = dict(gamma_A=1e-2, gamma_u=0.5, unlabeled=0)
     # 2 workers: the session cluster's fits, on 3 blocks as the others below
     expected_t = tsvm_half.objective_
     expected_d = da_half.objective_
@@ -205,7 +205,7 @@ def test_worker_count_does_not_change_result(data, tsvm_half, da_half):
     ({"pos_fraction": 0.0}, "pos_fraction"),
     ({"pos_fraction": 1.2}, "pos_fraction"),
     ({"gamma_u": -1.0}, "gamma_u"),
-    ({"gamma": 0.0}, "gamma"),
+    ({"gamma_A": 0.0}, "gamma_A"),
 ])
 def test_bad_parameters(client, data, cls, params, message):
     X, yl, _ = data
@@ -228,7 +228,7 @@ def test_all_or_no_rows_labeled(client, data, cls):
 
 def test_warm_started_tsvm_skips_the_ramp(client, data, tsvm_half):
     X, yl, _ = data
-    common = dict(gamma=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
+    common = dict(gamma_A=1e-2, gamma_u=0.5, pos_fraction=0.4, unlabeled=0, client=client)
     cold = tsvm_half
     warm = TSVM(**common).fit(X, yl, coef_init=cold.coef_with_bias())
     assert [h["gamma_u"] for h in warm.history_[1:]] == [0.5]
@@ -258,11 +258,11 @@ def test_blocks_of_repeated_rows_give_the_plain_result(client, cls):
     X, yl, _ = clusters(n=120, seed=4)
     X, yl = np.repeat(X, 3, axis=0), np.repeat(yl, 3)
     yl[1::3] = 0  # copies differ in label: their costs differ
-    params = dict(gamma=1e-2, unlabeled=0, client=client, n_blocks=2)
+    params = dict(gamma_A=1e-2, unlabeled=0, client=client, n_blocks=2)
     if cls is not RLS:
         params.update(gamma_u=0.5, pos_fraction=0.4)
     if cls is DAS3VM:
-        params["T0"] = 0.4
+        params["initial_temperature"] = 0.4
     weights = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])  # copies' costs differ
     fit = {"sample_weight": weights} if cls is RLS else {}
     if cls is RLS:

@@ -20,7 +20,7 @@ def fitted(client):
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 0, 1, -1)
     models = []
     for gamma in (1e-2, 1.0):
-        est = L2SVM(gamma=gamma, unlabeled=0, client=client).fit(X, y)
+        est = L2SVM(gamma_A=gamma, unlabeled=0, client=client).fit(X, y)
         est.client = None
         models.append(est)
     return models

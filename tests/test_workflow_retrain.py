@@ -36,7 +36,7 @@ def nightly(tmp_path, client):
                  f"outputs.runs={tmp_path / 'runs'}", f"outputs.model_store={tmp_path / 'models'}",
                  "outputs.performance_report=false", "outputs.plots=false",
                  # The retrain mechanics do not depend on the estimator; L2SVM keeps this fast.
-                 "estimator={name: L2SVM, params: {gamma: 1e-3}}"]
+                 "estimator={name: L2SVM, params: {gamma_A: 1e-3}}"]
     args = ["retrain", str(ROOT / "workflows" / "nightly-retrain.yaml"),
             "--scheduler", client.scheduler.address]
     for o in overrides:

@@ -127,7 +127,7 @@ def test_mat_source_one_view_one_class_against_the_rest(client, shared_data, tmp
     (tmp_path / "w.yaml").write_text(
         f"name: three-sources\ndata: {{source: mat, path: {mat}, view: 1, positive_class: 1}}\n"
         "split: {labeled_per_class: 10, test_fraction: 0.3}\n"
-        "estimator: {name: RLS, params: {gamma: 1e-2}}\n"
+        "estimator: {name: RLS, params: {gamma_A: 1e-2}}\n"
         f"outputs: {{runs: {tmp_path / 'runs'}, model_store: {tmp_path / 'models'}, "
         "plots: false, performance_report: false}\n")
     wf = load_workflow(tmp_path / "w.yaml")
@@ -151,7 +151,7 @@ def test_kernel_s3vm_workflow_as_shipped_and_with_branch_and_bound(client, tmp_p
     assert report["split"]["n_labeled"] == 2 and report["split"]["n_test"] == 50
     assert report["metrics"]["error"] == 0 and report["metrics"]["error_unlabeled"] <= 0.02
     bb = load_workflow(path, store + [
-        "estimator.name=BranchAndBoundS3VM", "estimator.params.gamma=0.05",
+        "estimator.name=BranchAndBoundS3VM", "estimator.params.gamma_A=0.05",
         "estimator.params.gamma_u=39", "estimator.params.kernel_params.gamma=2.0",
         "data.params.n=100"])
     report = run_workflow(bb.doc, new_run(bb.doc), client=client, progress=False)

@@ -24,7 +24,7 @@ split:
 estimator:
   name: L2SVM
   params:
-    gamma: 1e-2
+    gamma_A: 1e-2
 """
 
 
@@ -52,28 +52,28 @@ def test_quickstart_uses_the_semi_supervised_estimator_when_it_exists():
 
 def test_defaults_and_numbers_without_a_dot(tmp_path):
     wf = load_workflow(write(tmp_path, GOOD))
-    assert wf.doc["estimator"]["params"]["gamma"] == pytest.approx(0.01)
+    assert wf.doc["estimator"]["params"]["gamma_A"] == pytest.approx(0.01)
     assert wf.doc["split"] == {"labeled_per_class": 5, "test_fraction": 0.2, "seed": 0}
     assert Path(wf.doc["outputs"]["model_store"]).is_absolute()
     assert wf.doc["evaluation"]["promote"]["metric"] == "error"
 
 
 def test_error_names_file_line_and_key(tmp_path):
-    path = write(tmp_path, GOOD.replace("gamma: 1e-2", "gamma: -1"))
+    path = write(tmp_path, GOOD.replace("gamma_A: 1e-2", "gamma_A: -1"))
     with pytest.raises(WorkflowError) as exc:
         load_workflow(path)
-    assert str(exc.value) == f"{path}:11: estimator.params.gamma: -1 is not > 0"
+    assert str(exc.value) == f"{path}:11: estimator.params.gamma_A: -1 is not > 0"
 
 
 def test_all_problems_reported_in_line_order(tmp_path):
     text = GOOD.replace("labeled_per_class: 5", "labeled_per_class: 5\n  test_fraction: 1.5") \
-               .replace("gamma: 1e-2", "gama: 1e-2")
+               .replace("gamma_A: 1e-2", "gama: 1e-2")
     with pytest.raises(WorkflowError) as exc:
         load_workflow(write(tmp_path, text))
     lines = str(exc.value).splitlines()
     assert len(lines) == 2
     assert ":8: split.test_fraction: 1.5 is not < 1" in lines[0]
-    assert ":12: estimator.params.gama: unknown key (did you mean 'gamma'?)" in lines[1]
+    assert ":12: estimator.params.gama: unknown key (did you mean 'gamma_A'?)" in lines[1]
 
 
 @pytest.mark.parametrize("old,new,expected", [
@@ -81,8 +81,8 @@ def test_all_problems_reported_in_line_order(tmp_path):
     ("{n: 200, seed: 1}", "{n: 200, sed: 1}", ":5: data.params.sed: unknown key"),
     ("  source: generator\n", "", ":2: data.source: required key is missing"),
     ("name: L2SVM", "name: Nope", ":9: estimator.name: 'Nope' is not one of"),
-    ("    gamma: 1e-2", "    gamma: 1e-2\n    gamma: 2", ":12: estimator.params.gamma: key given twice"),
-    ("params:\n    gamma: 1e-2", "params: [1", ":11: YAML syntax: expected"),
+    ("    gamma_A: 1e-2", "    gamma_A: 1e-2\n    gamma_A: 2", ":12: estimator.params.gamma_A: key given twice"),
+    ("params:\n    gamma_A: 1e-2", "params: [1", ":11: YAML syntax: expected"),
     ("labeled_per_class: 5", "labeled_per_class: 5\n  labeled: 3",
      ":6: split: give labeled or labeled_per_class, not both"),
 ])
@@ -96,7 +96,7 @@ def test_broken_workflows(tmp_path, old, new, expected):
 
 
 def test_estimator_own_checks_are_mapped_to_the_line(tmp_path):
-    path = write(tmp_path, GOOD.replace("gamma: 1e-2", "gamma: 1e-2\n    solver: magic"))
+    path = write(tmp_path, GOOD.replace("gamma_A: 1e-2", "gamma_A: 1e-2\n    solver: magic"))
     with pytest.raises(WorkflowError, match=r":12: estimator\.params\.solver: solver must be"):
         load_workflow(path)
 
@@ -114,17 +114,17 @@ def test_path_template_is_checked(tmp_path):
 
 def test_overrides(tmp_path):
     path = write(tmp_path, GOOD)
-    wf = load_workflow(path, ["estimator.params.gamma=0.5", "split.seed=7",
+    wf = load_workflow(path, ["estimator.params.gamma_A=0.5", "split.seed=7",
                               "split.labeled_per_class=[2, 4]"])
-    assert wf.doc["estimator"]["params"]["gamma"] == 0.5
+    assert wf.doc["estimator"]["params"]["gamma_A"] == 0.5
     assert wf.doc["split"]["seed"] == 7
     assert wf.doc["split"]["labeled_per_class"] == [2, 4]
     with pytest.raises(WorkflowError) as exc:
-        load_workflow(path, ["estimator.params.gamma=-2"])
-    assert str(exc.value) == (f"{path} (--set estimator.params.gamma=-2): "
-                              f"estimator.params.gamma: -2 is not > 0")
+        load_workflow(path, ["estimator.params.gamma_A=-2"])
+    assert str(exc.value) == (f"{path} (--set estimator.params.gamma_A=-2): "
+                              f"estimator.params.gamma_A: -2 is not > 0")
     with pytest.raises(WorkflowError, match="expected KEY=VALUE"):
-        load_workflow(path, ["gamma"])
+        load_workflow(path, ["gamma_A"])
     # a value that is not YAML (here a flow mapping cut short) is named, not a parser traceback
     with pytest.raises(WorkflowError, match=r"--set estimator.params.checkpoint=\{run_dir\}/c: "
                                             r"the value is not valid YAML .*quote it"):
@@ -135,10 +135,10 @@ def test_overrides(tmp_path):
 
 def test_cli_refuses_a_broken_workflow_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, GOOD.replace("gamma: 1e-2", "gamma: 0"))
+    path = write(tmp_path, GOOD.replace("gamma_A: 1e-2", "gamma_A: 0"))
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}:11: estimator.params.gamma: 0 is not > 0" in err
+    assert f"{path}:11: estimator.params.gamma_A: 0 is not > 0" in err
     assert "LocalCluster" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]
     assert main(["run", str(ROOT / "workflows" / "quickstart.yaml"), "--detach"]) == 2
@@ -149,3 +149,22 @@ def test_graph_section_only_for_estimators_that_use_one(tmp_path):
     path = write(tmp_path, GOOD + "graph: {n_neighbors: 10}\n")
     with pytest.raises(WorkflowError, match=r":12: graph: estimator L2SVM does not use a graph"):
         load_workflow(path)
+
+
+@pytest.mark.parametrize("name, old, message", [
+    ("L2SVM", "gamma: 1e-2", ":11: estimator.params.gamma: renamed: the key is now 'gamma_A'"),
+    ("DAS3VM", "T0: 2.0",
+     ":11: estimator.params.T0: renamed: the key is now 'initial_temperature'"),
+    ("DAS3VM", "epsilon: 1e-5",
+     ":11: estimator.params.epsilon: renamed: the key is now 'anneal_tol'"),
+    ("L2SVM", "gamma_A: 1e-2\ngraph:\n  seed: 3",
+     ":13: graph.seed: renamed: the key is now 'random_state'"),
+])
+def test_old_keys_name_their_new_names(tmp_path, name, old, message):
+    # a workflow written for the names before the one vocabulary is refused with the new name,
+    # never run with a default in place of the value it gave
+    text = GOOD.replace("name: L2SVM", f"name: {name}").replace("    gamma_A: 1e-2",
+                                                                 "    " + old)
+    with pytest.raises(WorkflowError) as exc:
+        load_workflow(write(tmp_path, text))
+    assert message in str(exc.value)

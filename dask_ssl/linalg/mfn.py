@@ -2,7 +2,7 @@
 
 Minimizes, over w (bias last, regularized like a feature, as svmlin does),
 
-    f(w) = gamma/2 ||w||^2 + sum_i [ cpos_i/2 max(0, 1 - o_i)^2 + cneg_i/2 max(0, 1 + o_i)^2
+    f(w) = gamma_A/2 ||w||^2 + sum_i [ cpos_i/2 max(0, 1 - o_i)^2 + cneg_i/2 max(0, 1 + o_i)^2
                                      + csq_i/2 (o_i - tsq_i)^2 ],     o = [X, 1] w.
 
 One labeled row with label y and cost c is ``cpos = c`` (y = +1) or ``cneg = c`` (y = -1); an
@@ -286,23 +286,23 @@ class MFNSolver:
     def dim(self) -> int:
         return self.blocks.n_features + (1 if self.bias else 0)
 
-    # The regularizer ``1/2 w^T R w``, here ``R = gamma I``. A subclass with another quadratic
+    # The regularizer ``1/2 w^T R w``, here ``R = gamma_A I``. A subclass with another quadratic
     # term (the graph term of Laplacian SVMs) overrides these five hooks and ``_begin``/``_moved``.
-    def _reg_apply(self, gamma, w):
+    def _reg_apply(self, gamma_A, w):
         """``R w`` for the current iterate ``w``."""
-        return gamma * w
+        return gamma_A * w
 
-    def _reg_form(self, gamma, w, direction):
+    def _reg_form(self, gamma_A, w, direction):
         """``(w^T R w, w^T R d, d^T R d)`` for the line search along ``d``."""
-        return gamma * (w @ w), gamma * (w @ direction), gamma * (direction @ direction)
+        return gamma_A * (w @ w), gamma_A * (w @ direction), gamma_A * (direction @ direction)
 
-    def _reg_matrix(self, gamma):
+    def _reg_matrix(self, gamma_A):
         """``R`` as a matrix (small-d path)."""
-        return gamma * np.eye(self.dim)
+        return gamma_A * np.eye(self.dim)
 
-    def _normal_product(self, gamma, p):
+    def _normal_product(self, gamma_A, p):
         """``(R + X^T A X) p``: one CG product (one round trip)."""
-        return gamma * p + sum(self._map(ws_normal_product, p, self.bias, combine=sum))
+        return gamma_A * p + sum(self._map(ws_normal_product, p, self.bias, combine=sum))
 
     def _begin(self, w):
         """Called with the starting iterate of :meth:`solve`."""
@@ -314,21 +314,21 @@ class MFNSolver:
     def _map(self, fn, *args, per_block=None, combine=None):
         return self.blocks.call(fn, self.token, *args, per_block=per_block, combine=combine)
 
-    def _cg(self, gamma: float, rhs: np.ndarray, w0: np.ndarray,
+    def _cg(self, gamma_A: float, rhs: np.ndarray, w0: np.ndarray,
             product_w0: np.ndarray) -> tuple[np.ndarray, int]:
-        """Conjugate gradients on ``(gamma I + X^T A X) w = rhs`` seeded with ``w0``;
+        """Conjugate gradients on ``(gamma_A I + X^T A X) w = rhs`` seeded with ``w0``;
         ``product_w0`` is ``X^T A X w0``, computed in the assembly trip.
 
         (A Jacobi preconditioner took more iterations on the RCV1-like TSVM, 1467 trips
         against 1256: the rows are l2-normalized and the diagonal says little.)"""
         w = w0.copy()
-        r = rhs - (self._reg_apply(gamma, w) + product_w0)
+        r = rhs - (self._reg_apply(gamma_A, w) + product_w0)
         target = self.cg_tol * max(np.linalg.norm(rhs), 1e-300)
         p = r.copy()
         rr = r @ r
         it = 0
         while np.sqrt(rr) > target and it < self.max_cg:
-            q = self._normal_product(gamma, p)
+            q = self._normal_product(gamma_A, p)
             alpha = rr / (p @ q)
             w += alpha * p
             r -= alpha * q
@@ -338,20 +338,20 @@ class MFNSolver:
             it += 1
         return w, it
 
-    def _reduce_grid(self, parts, w, direction, gamma, deltas):
+    def _reduce_grid(self, parts, w, direction, gamma_A, deltas):
         viol = sum(int(p[0]) for p in parts)
         der = np.sum([p[1] for p in parts], axis=0)
         slope = np.sum([p[2] for p in parts], axis=0)
         val = np.sum([p[3] for p in parts], axis=0)
         counts = np.sum([p[4] for p in parts], axis=0)
-        ww, wd, dd = self._reg_form(gamma, w, direction)
+        ww, wd, dd = self._reg_form(gamma_A, w, direction)
         der = der + wd + deltas * dd
         slope = slope + dd
         # (w + delta d)^T R (w + delta d) expanded: no grid x d array on the driver
         val = val + 0.5 * (ww + 2.0 * deltas * wd + deltas ** 2 * dd)
         return viol, der, slope, val, counts
 
-    def _line_search(self, w, direction, gamma, grid, eager) -> float:
+    def _line_search(self, w, direction, gamma_A, grid, eager) -> float:
         """Exact minimizer of phi(delta) = f(w + delta direction) given the first grid pass
         and the smallest breakpoints of each block (complete below ``min(cut-offs)``)."""
         deltas = STEP_GRID
@@ -369,7 +369,7 @@ class MFNSolver:
             else:
                 deltas = np.geomspace(deltas[-1], deltas[-1] * 1e4, 16)
             _, der, slope, _, counts = self._reduce_grid(
-                self._map(ws_grid, deltas), w, direction, gamma, deltas)
+                self._map(ws_grid, deltas), w, direction, gamma_A, deltas)
         if counts[k] == 0:
             return float(min(lo - der[k - 1] / slope[k - 1], hi))
         if hi <= min(e[2] for e in eager):
@@ -383,7 +383,7 @@ class MFNSolver:
         changes = np.concatenate([p[1] for p in parts])
         return exact_root(lo, float(der[k - 1]), float(slope[k - 1]), positions, changes, hi)
 
-    def solve(self, w0: np.ndarray | None, gamma: float, *, prologue=None,
+    def solve(self, w0: np.ndarray | None, gamma_A: float, *, prologue=None,
               epilogue=None, checkpoint=None) -> MFNResult:
         """Run Newton steps from ``w0`` (zeros if None) until the active set is stable.
 
@@ -426,21 +426,21 @@ class MFNSolver:
             parts = self._map(ws_assemble, w, step, self.bias, self.gram, full, at_w and it == 0,
                               per_block=per_block, combine=sum_parts)
             loss = sum(p[2] for p in parts)
-            history.append(0.5 * (w @ self._reg_apply(gamma, w)) + loss)
+            history.append(0.5 * (w @ self._reg_apply(gamma_A, w)) + loss)
             if self.gram:
                 dG = kernels.unpack_symmetric(np.sum([p[0] for p in parts], axis=0), self.dim)
                 d_rhs = np.sum([p[1] for p in parts], axis=0)
                 self._G = dG if full else self._G + dG
                 self._rhs = d_rhs if full else self._rhs + d_rhs
-                H = self._G + self._reg_matrix(gamma)
+                H = self._G + self._reg_matrix(gamma_A)
                 wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), self._rhs)
             else:
                 rhs = np.sum([p[1] for p in parts], axis=0)
-                wbar, k = self._cg(gamma, rhs, w, np.sum([p[3] for p in parts], axis=0))
+                wbar, k = self._cg(gamma_A, rhs, w, np.sum([p[3] for p in parts], axis=0))
                 n_cg += k
             direction = wbar - w
             parts = self._map(ws_direction, wbar, self.bias, STEP_GRID, self.tol, epilogue)
-            grid = self._reduce_grid(parts, w, direction, gamma, STEP_GRID)
+            grid = self._reduce_grid(parts, w, direction, gamma_A, STEP_GRID)
             if grid[0] == 0:
                 # every block passed the check: outputs and epilogue at wbar are in hand
                 objective = float(grid[3][int(np.flatnonzero(STEP_GRID == 1.0)[0])])
@@ -448,12 +448,12 @@ class MFNSolver:
                 self._w_out = wbar
                 return self._saved(checkpoint, MFNResult(wbar, objective, it + 1, n_cg, True,
                                                          history, [p[5] for p in parts]))
-            delta = self._line_search(w, direction, gamma, grid, [p[6] for p in parts])
+            delta = self._line_search(w, direction, gamma_A, grid, [p[6] for p in parts])
             w = self._moved(w, delta, direction)
             step = delta
             if checkpoint is not None:
                 checkpoint.save({"steps": it + 1, "w": w, "n_cg": n_cg, "history": history})
-        return self._saved(checkpoint, self._finish(w, step, gamma, self.max_newton, n_cg,
+        return self._saved(checkpoint, self._finish(w, step, gamma_A, self.max_newton, n_cg,
                                                     False, history))
 
     @staticmethod
@@ -465,10 +465,10 @@ class MFNSolver:
                              "converged": res.converged})
         return res
 
-    def _finish(self, w, step, gamma, n_newton, n_cg, converged, history) -> MFNResult:
+    def _finish(self, w, step, gamma_A, n_newton, n_cg, converged, history) -> MFNResult:
         """Leave the workers' outputs at the returned w; the objective is evaluated there."""
         parts = self._map(ws_advance, step, self._epilogue)
-        objective = float(0.5 * (w @ self._reg_apply(gamma, w)) + sum(p[0] for p in parts))
+        objective = float(0.5 * (w @ self._reg_apply(gamma_A, w)) + sum(p[0] for p in parts))
         history.append(objective)
         self._w_out = w
         return MFNResult(w, objective, n_newton, n_cg, converged, history,

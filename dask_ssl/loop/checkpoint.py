@@ -17,7 +17,7 @@ import uuid
 import fsspec
 import numpy as np
 
-from ..models.artifact import _json_default
+from .._json import json_default
 
 _PRINT = "fingerprint_"
 
@@ -34,7 +34,7 @@ def save_checkpoint(url: str, doc: dict, arrays: dict) -> None:
             f.write(buf.getvalue())
         fs.mv(ours[0], ours[1])
         with fs.open(ours[2], "w") as f:
-            json.dump(dict(doc, arrays=name), f, default=_json_default)
+            json.dump(dict(doc, arrays=name), f, default=json_default)
         fs.mv(ours[2], f"{root}/state.json")
     except BaseException:
         # interrupted before the new state.json was in place: the previous state stands

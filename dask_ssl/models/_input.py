@@ -90,6 +90,22 @@ def n_rows_of(X) -> int:
     return int(shape[0]) if shape is not None else len(X)
 
 
+#: Marker of unlabeled rows in labels read with the data (svmlight / svmlin: label 0).
+FILE_UNLABELED = 0
+
+
+def fit_labels(X, y, unlabeled, name: str):
+    """The labels to fit and their unlabeled marker: ``(y, unlabeled)`` for a y given, or the
+    labels a RowBlocks X carries with the file's marker (:data:`FILE_UNLABELED`), whatever
+    ``unlabeled`` says: a file's labels follow svmlin, a y passed in follows the estimator."""
+    if y is not None:
+        return y, unlabeled
+    if not (isinstance(X, RowBlocks) and X.labels is not None):
+        raise ValueError(f"{name} requires y to be passed, but the target y is None (it may be "
+                         "omitted only for a RowBlocks X that carries labels)")
+    return X.gather_labels(), FILE_UNLABELED
+
+
 def encode_labels(y, n_rows: int, unlabeled) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(classes, codes)``: codes index ``classes`` and are -1 on unlabeled rows.
 

@@ -6,8 +6,8 @@ Cholesky factors of n x n systems, the sizes at which the seeds ran these method
 thousand: 2,000 rows are 32 MB per matrix).
 
 The objective is the thesis' Eq 3.7 normalization (labeled losses weighted ``1/l``, unlabeled
-ones ``gamma_u/u``), with ``V`` the half squared hinge ``max(0, 1 - t)^2 / 2`` (``loss="l2"``)
-or the half squared loss ``(1 - t)^2 / 2`` (``loss="sqr"``); ``f(x) = sum_i alpha_i K(x, x_i)``
+ones ``gamma_u/u``), with ``V`` the half squared hinge ``max(0, 1 - t)^2 / 2`` (``loss="squared_hinge"``)
+or the half squared loss ``(1 - t)^2 / 2`` (``loss="squared"``); ``f(x) = sum_i alpha_i K(x, x_i)``
 without a bias (Eq 3.9).
 """
 
@@ -28,24 +28,25 @@ from ..linalg import RowBlocks
 from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import exact_root
 from ._input import check_local, encode_labels
+from ._renames import renamed_value
 from ._s3vm import check_s3vm_params
 from .base import OneVsRestLabels, check_positive, fitted_info, restore_info
 
-LOSSES = ("l2", "sqr")
+LOSSES = ("squared_hinge", "squared")
 #: The supervised estimator each loss gives without unlabeled rows.
-_SUPERVISED = {"l2": "L2-SVM", "sqr": "RLS"}
+_SUPERVISED = {"squared_hinge": "L2-SVM", "squared": "RLS"}
 
 
 def half_loss(t: np.ndarray, loss: str) -> np.ndarray:
-    """V(t): ``max(0, 1 - t)^2 / 2`` for ``"l2"``, ``(1 - t)^2 / 2`` for ``"sqr"``."""
+    """V(t): ``max(0, 1 - t)^2 / 2`` for ``"squared_hinge"``, ``(1 - t)^2 / 2`` for ``"squared"``."""
     m = 1.0 - t
-    return 0.5 * (np.maximum(m, 0.0) if loss == "l2" else m) ** 2
+    return 0.5 * (np.maximum(m, 0.0) if loss == "squared_hinge" else m) ** 2
 
 
-def s3vm_objective(alpha, f, y, gamma, gamma_u, loss, n_pos=None) -> float:
+def s3vm_objective(alpha, f, y, gamma_A, gamma_u, loss, n_pos=None) -> float:
     """S3VM objective of ``f = K alpha`` on the training rows (Eq 3.7 at T = 0, hard labels).
 
-    ``gamma/2 alpha^T K alpha + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u V(y_j f_j)`` with each
+    ``gamma_A/2 alpha^T K alpha + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u V(y_j f_j)`` with each
     unlabeled label the better one for f (``min(V(f), V(-f))``, what DA monitors), or, with
     ``n_pos``, the best labeling that has exactly ``n_pos`` positives (the balance constraint
     Eq 3.2 that branch and bound enforces): the ``n_pos`` largest outputs positive.
@@ -59,75 +60,75 @@ def s3vm_objective(alpha, f, y, gamma, gamma_u, loss, n_pos=None) -> float:
         order = np.argsort(-fu, kind="stable")
         unl = half_loss(fu[order[:n_pos]], loss).sum() + half_loss(-fu[order[n_pos:]], loss).sum()
     labeled = half_loss(y[lab] * f[lab], loss).mean()
-    return float(0.5 * gamma * (alpha @ f) + labeled + (gamma_u / u * unl if u else 0.0))
+    return float(0.5 * gamma_A * (alpha @ f) + labeled + (gamma_u / u * unl if u else 0.0))
 
 
-def weighted_alpha(K, a, b, gamma, factor=None) -> np.ndarray:
-    """alpha minimizing ``gamma/2 alpha^T K alpha + sum_i (a_i/2 f_i^2 - b_i f_i)``, f = K alpha.
+def weighted_alpha(K, a, b, gamma_A, factor=None) -> np.ndarray:
+    """alpha minimizing ``gamma_A/2 alpha^T K alpha + sum_i (a_i/2 f_i^2 - b_i f_i)``, f = K alpha.
 
-    The stationarity condition ``gamma alpha + A (K alpha) = b`` is solved in the symmetric
-    form ``alpha = S (gamma I + S K S)^-1 S^-1 b`` with ``S = A^(1/2)``: rows of zero weight
-    get alpha = 0 (their b is 0 too) without the infinite entries of ``K + gamma A^-1``.
-    ``factor`` is a Cholesky factor of ``gamma I + S K S`` to reuse (Eq 3.10's factor-once).
+    The stationarity condition ``gamma_A alpha + A (K alpha) = b`` is solved in the symmetric
+    form ``alpha = S (gamma_A I + S K S)^-1 S^-1 b`` with ``S = A^(1/2)``: rows of zero weight
+    get alpha = 0 (their b is 0 too) without the infinite entries of ``K + gamma_A A^-1``.
+    ``factor`` is a Cholesky factor of ``gamma_A I + S K S`` to reuse (Eq 3.10's factor-once).
     """
     s = np.sqrt(a)
     if factor is None:
-        factor = weighted_factor(K, a, gamma)
+        factor = weighted_factor(K, a, gamma_A)
     rhs = np.divide(b, s, out=np.zeros_like(b), where=s > 0)
     return s * scipy.linalg.cho_solve(factor, rhs)
 
 
-def weighted_factor(K, a, gamma):
-    """Cholesky factor of ``gamma I + S K S``, ``S = diag(sqrt(a))``."""
+def weighted_factor(K, a, gamma_A):
+    """Cholesky factor of ``gamma_A I + S K S``, ``S = diag(sqrt(a))``."""
     s = np.sqrt(a)
     H = s[:, None] * K * s[None, :]
-    H[np.diag_indices_from(H)] += gamma
+    H[np.diag_indices_from(H)] += gamma_A
     return scipy.linalg.cho_factor(H, lower=False, check_finite=False)
 
 
-def _exact_step(f, df, d, cpos, cneg, gamma) -> float:
+def _exact_step(f, df, d, cpos, cneg, gamma_A) -> float:
     """Exact minimizer over delta >= 0 of the objective along ``alpha + delta d`` (f moves by
     ``delta df``): its derivative is continuous, increasing and piecewise linear (6.2.2)."""
     zeros = np.zeros_like(f)
     der, slope, _, _ = line_derivatives(f, df, cpos, cneg, zeros, zeros, np.zeros(1))
     positions, changes = breakpoints_between(f, df, cpos, cneg, 0.0, np.inf)
-    return exact_root(0.0, gamma * (d @ f) + der[0], gamma * (d @ df) + slope[0], positions,
+    return exact_root(0.0, gamma_A * (d @ f) + der[0], gamma_A * (d @ df) + slope[0], positions,
                       changes, np.inf)
 
 
-def fit_weighted(K, cpos, cneg, gamma, loss, alpha0=None, *, tol=1e-8, max_iter=100):
-    """Minimize ``gamma/2 alpha^T K alpha + sum_i [cpos_i V(f_i) + cneg_i V(-f_i)]``.
+def fit_weighted(K, cpos, cneg, gamma_A, loss, alpha0=None, *, tol=1e-8, max_iter=100):
+    """Minimize ``gamma_A/2 alpha^T K alpha + sum_i [cpos_i V(f_i) + cneg_i V(-f_i)]``.
 
     Each row carries a +1 copy of cost ``cpos`` and a -1 copy of cost ``cneg`` (a labeled row
-    one of them, an unlabeled row under DA both). ``"sqr"``: one weighted solve. ``"l2"``:
+    one of them, an unlabeled row under DA both). ``"squared"``: one weighted solve. ``"squared_hinge"``:
     finite Newton (thesis 3.5.1, index sets i0..i3): solve with the copies inside their
     margins, stop when that solution keeps the same copies inside (to ``tol``), else take the
     exact line-search step and repeat. Returns ``(alpha, f, objective, n_newton)``.
     """
     n = K.shape[0]
     zeros = np.zeros(n)
-    if loss == "sqr":
+    if loss == "squared":
         csq = cpos + cneg
         tsq = np.divide(cpos - cneg, csq, out=np.zeros(n), where=csq > 0)
         a, b = active_weights(zeros, zeros, zeros, csq, tsq)
-        alpha = weighted_alpha(K, a, b, gamma)
+        alpha = weighted_alpha(K, a, b, gamma_A)
         f = K @ alpha
-        obj = 0.5 * gamma * (alpha @ f) + 0.5 * (cpos @ (1 - f) ** 2 + cneg @ (1 + f) ** 2)
+        obj = 0.5 * gamma_A * (alpha @ f) + 0.5 * (cpos @ (1 - f) ** 2 + cneg @ (1 + f) ** 2)
         return alpha, f, float(obj), 1
     alpha = zeros.copy() if alpha0 is None else np.array(alpha0, dtype=np.float64)
     f = K @ alpha
     for it in range(1, max_iter + 1):
         a, b = active_weights(f, cpos, cneg, zeros, zeros)
-        alpha_bar = weighted_alpha(K, a, b, gamma)
+        alpha_bar = weighted_alpha(K, a, b, gamma_A)
         f_bar = K @ alpha_bar
         if _margin_consistent(f, f_bar, cpos, cneg, tol):
             alpha, f = alpha_bar, f_bar
             break
         d = alpha_bar - alpha
-        delta = _exact_step(f, f_bar - f, d, cpos, cneg, gamma)
+        delta = _exact_step(f, f_bar - f, d, cpos, cneg, gamma_A)
         alpha = alpha + delta * d
         f = f + delta * (f_bar - f)
-    return alpha, f, float(0.5 * gamma * (alpha @ f) + loss_sum(f, cpos, cneg, zeros, zeros)), it
+    return alpha, f, float(0.5 * gamma_A * (alpha @ f) + loss_sum(f, cpos, cneg, zeros, zeros)), it
 
 
 def _margin_consistent(f, f_bar, cpos, cneg, tol) -> bool:
@@ -141,7 +142,9 @@ def _margin_consistent(f, f_bar, cpos, cneg, tol) -> bool:
 
 def check_loss(loss) -> None:
     if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        new = renamed_value("loss", loss)
+        hint = f" ({loss!r} is now called {new!r})" if new else ""
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}{hint}")
 
 
 def check_count(name, value, low=1) -> None:
@@ -189,7 +192,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         return tags
 
     def _check_common(self) -> None:
-        check_positive("gamma", self.gamma)
+        check_positive("gamma_A", self.gamma_A)
         check_s3vm_params(self)
         check_loss(self.loss)
         check_kernel(self.kernel, self.kernel_params)
@@ -203,7 +206,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
             All training rows (the expansion points of the result), gathered dense.
         y : array of shape (n,)
             Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled. Without
-            unlabeled rows the supervised kernel L2-SVM (RLS for ``loss="sqr"``) is fitted,
+            unlabeled rows the supervised kernel L2-SVM (RLS for ``loss="squared"``) is fitted,
             with a warning: the objective without its unlabeled term.
         resume : bool, default=False
             Continue from the estimator's ``checkpoint`` (estimators with one only).
@@ -217,7 +220,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         self._resume = resume
         X = dense_rows(X)
-        marker = -1 if self.unlabeled is None else self.unlabeled
+        marker = self.unlabeled
         classes, codes = encode_labels(y, X.shape[0], marker)
         fit_part = self._fit_binary
         if not (codes < 0).any():
@@ -258,10 +261,10 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
 
     def _fit_supervised(self, K, y) -> dict:
         """Every row labeled: the objective without its unlabeled term, minimized directly
-        (the kernel L2-SVM, or kernel RLS for ``loss="sqr"``, with costs ``1/l``)."""
+        (the kernel L2-SVM, or kernel RLS for ``loss="squared"``, with costs ``1/l``)."""
         c = 1.0 / y.size
         alpha, _, objective, n_iter = fit_weighted(
-            K, np.where(y > 0, c, 0.0), np.where(y < 0, c, 0.0), self.gamma, self.loss,
+            K, np.where(y > 0, c, 0.0), np.where(y < 0, c, 0.0), self.gamma_A, self.loss,
             tol=self.tol, max_iter=self.max_iter)
         return {"alpha": alpha, "objective": objective, "n_iter": n_iter, "transduction": y}
 

@@ -56,11 +56,11 @@ def _objective_parts(o, unl, cl, ylab):
     return 0.5 * labeled, unlabeled
 
 
-def tsvm_objective(w: np.ndarray, gamma: float, gamma_u: float, n_unlabeled: int, parts) -> float:
-    """``gamma/2 ||w||^2 + 1/(2l) sum l2(y_i o_i) + gamma'/(2u) sum max(0, 1 - |o_j|)^2``."""
+def tsvm_objective(w: np.ndarray, gamma_A: float, gamma_u: float, n_unlabeled: int, parts) -> float:
+    """``gamma_A/2 ||w||^2 + 1/(2l) sum l2(y_i o_i) + gamma'/(2u) sum max(0, 1 - |o_j|)^2``."""
     labeled = sum(p[0] for p in parts)
     unlabeled = sum(p[1] for p in parts)
-    return float(0.5 * gamma * (w @ w) + labeled + 0.5 * gamma_u / n_unlabeled * unlabeled)
+    return float(0.5 * gamma_A * (w @ w) + labeled + 0.5 * gamma_u / n_unlabeled * unlabeled)
 
 
 def ws_unlabeled_outputs(i, X, token):

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
+from .._json import json_default
+from ._renames import upgrade_params
 
 FORMAT = "dask-ssl-model/1"
 #: model.json holds parameters, metrics and per-stage history: megabytes at most. A larger
@@ -63,14 +65,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
-
-
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 def _registry() -> dict:
@@ -118,7 +112,7 @@ def save_model(estimator, path, *, metrics: dict | None = None, extra: dict | No
             os.fsync(f.fileno())
         doc["checksums"] = {"arrays.npz": _sha256(tmp / "arrays.npz")}
         with open(tmp / "model.json", "w") as f:
-            json.dump(doc, f, indent=2, default=_json_default)
+            json.dump(doc, f, indent=2, default=json_default)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -185,6 +179,9 @@ def load_model(path):
     if cls is None:
         raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r}")
     params = doc.get("params")
+    if isinstance(params, dict):
+        # documents written before the one vocabulary hold some parameters under old names
+        params = upgrade_params(cls, params)
     known = cls().get_params(deep=False)
     if not isinstance(params, dict) or not set(params) <= set(known) - {"client"}:
         raise ValueError(f"{path}/model.json: params must be a mapping of {cls.__name__}'s "

@@ -17,7 +17,8 @@ from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import MFNSolver, ws_init
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
-from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
+from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
+                     to_blocks)
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
 GRAM_MAX_FEATURES = 1000
@@ -99,7 +100,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
 
     # fitting -----------------------------------------------------------------------------
     def _check_params(self) -> None:
-        check_positive("gamma", self.gamma)
+        check_positive("gamma_A", self.gamma_A)
         self._check_feature_map()
         check_positive("tol", self.tol)
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
@@ -136,17 +137,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         self._resume = resume
         self.restarts_ = 0
-        marker = self.unlabeled
-        if y is None:
-            if not isinstance(X, RowBlocks) or X.labels is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
-                                 "y is None (it may be omitted only for a RowBlocks X that "
-                                 "carries labels)")
-            # labels read with the data follow svmlin / SVMlight: 0 marks unlabeled rows
-            y = X.gather_labels()
-            marker = 0 if self.unlabeled is None else self.unlabeled
-        elif marker is None and self._semi_supervised:
-            marker = -1
+        y, marker = fit_labels(X, y, self.unlabeled, type(self).__name__)
         X = as_input(X)
         classes, codes = encode_labels(y, n_rows_of(X), marker)
         weights = check_sample_weight(sample_weight, codes)
@@ -249,7 +240,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         return {**self._solve_mfn(blocks, token, w0), "transduction": y}
 
     def _solve_mfn(self, blocks, token, w0) -> dict:
-        res = self._solver(blocks, token).solve(w0, self.gamma)
+        res = self._solver(blocks, token).solve(w0, self.gamma_A)
         return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
                 "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}
 

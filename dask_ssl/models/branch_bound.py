@@ -22,8 +22,8 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
     Minimizes, over f and the labels y_j of the u unlabeled rows with exactly ``round(r u)`` of
     them positive (the balance constraint Eq 3.2), the S3VM objective in the normalization of
     :class:`KernelDAS3VM` (Eq 3.7 at T = 0):
-    ``gamma/2 ||f||_K^2 + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u V(y_j f_j)``, so that the two
-    objectives compare directly (Eq 3.1 with unit loss weights has gamma_3.1 = l gamma and
+    ``gamma_A/2 ||f||_K^2 + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u V(y_j f_j)``, so that the two
+    objectives compare directly (Eq 3.1 with unit loss weights has gamma_3.1 = l gamma_A and
     gamma'_3.1 = l gamma_u / u).
 
     The search tree branches on one unlabeled row's label per level (Fig 3.2). A node's lower
@@ -54,20 +54,20 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
     7, about 42,000 on draws 1 and 5, and more than 100,000 on draws 0, 3 and 9.
 
     Exponential in the worst case: for small u (tens to a few hundred rows where the clusters
-    are well separated and gamma, gamma_u and the kernel width suit them, 3.3). The queue holds
+    are well separated and gamma_A, gamma_u and the kernel width suit them, 3.3). The queue holds
     up to ``max_nodes`` open nodes of ``9 n`` bytes each. Past ``max_nodes`` evaluated nodes,
     :class:`NodeLimitError` is raised: never a labeling that is not proven optimal.
 
     Parameters
     ----------
-    loss : {"l2", "sqr"}, default="l2"
+    loss : {"squared_hinge", "squared"}, default="squared_hinge"
         V as in :class:`KernelDAS3VM`: half squared hinge or half squared loss.
-    gamma, gamma_u, pos_fraction, kernel, kernel_params, unlabeled
+    gamma_A, gamma_u, pos_fraction, kernel, kernel_params, unlabeled
         As in :class:`KernelDAS3VM` (lambda, lambda', r of Eq 3.7-3.8).
     max_nodes : int, default=100000
         Nodes (SVM trainings) allowed per one-vs-rest problem.
     tol : float, default=1e-8
-        Margin tolerance of each node's finite-Newton solve (``loss="l2"``).
+        Margin tolerance of each node's finite-Newton solve (``loss="squared_hinge"``).
     max_iter : int, default=100
         Newton steps per node.
 
@@ -84,10 +84,10 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
         bound, never above the optimum); the last record is the optimal leaf.
     """
 
-    def __init__(self, *, loss="l2", gamma=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
-                 kernel_params=None, max_nodes=100000, tol=1e-8, max_iter=100, unlabeled=None):
+    def __init__(self, *, loss="squared_hinge", gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
+                 kernel_params=None, max_nodes=100000, tol=1e-8, max_iter=100, unlabeled=-1):
         self.loss = loss
-        self.gamma = gamma
+        self.gamma_A = gamma_A
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
         self.kernel = kernel
@@ -145,7 +145,7 @@ class _Search:
         P = np.flatnonzero(z != 0)
         c = self.cost[P]
         alpha_P, f_P, obj, _ = fit_weighted(self.K[np.ix_(P, P)], np.where(z[P] > 0, c, 0.0),
-                                            np.where(z[P] < 0, c, 0.0), self.est.gamma,
+                                            np.where(z[P] < 0, c, 0.0), self.est.gamma_A,
                                             self.est.loss, alpha_warm[P], tol=self.est.tol,
                                             max_iter=self.est.max_iter)
         alpha = np.zeros(z.size)
@@ -158,40 +158,40 @@ class _Search:
     def one_more(self, f, free) -> float:
         """What labeling one more free row must add to the node's objective, at least.
 
-        The node's objective is gamma-strongly convex in the RKHS norm, so any f has
-        ``J_P(f) >= J_P(f*) + gamma/2 ||f - f*||^2``; a completion adds ``c V(y_j f(x_j))`` for
+        The node's objective is gamma_A-strongly convex in the RKHS norm, so any f has
+        ``J_P(f) >= J_P(f*) + gamma_A/2 ||f - f*||^2``; a completion adds ``c V(y_j f(x_j))`` for
         every free row, and moving ``f(x_j)`` by t costs at least ``t^2 / K_jj`` in squared
         norm. For one row with ``a = 1 - |f*(x_j)|`` (its better label) the least increase is
-        ``c a^2 gamma / (2 (gamma + c K_jj))``; every completion adds at least the largest.
+        ``c a^2 gamma_A / (2 (gamma_A + c K_jj))``; every completion adds at least the largest.
         """
         c = self.cost[free]
-        a = np.maximum(0.0, 1.0 - np.abs(f)) if self.est.loss == "l2" else 1.0 - np.abs(f)
-        gamma = self.est.gamma
-        return float(np.max(0.5 * c * a ** 2 * gamma / (gamma + c * self.K[free, free])))
+        a = np.maximum(0.0, 1.0 - np.abs(f)) if self.est.loss == "squared_hinge" else 1.0 - np.abs(f)
+        gamma_A = self.est.gamma_A
+        return float(np.max(0.5 * c * a ** 2 * gamma_A / (gamma_A + c * self.K[free, free])))
 
     def branch_row(self, z, alpha, free) -> int:
         """The free row whose cheaper label is estimated to raise the objective most.
 
         Labeling row j with s adds ``c V(s f_j)``; with the node's active rows A (labeled
-        ones inside their margin, all of them for ``"sqr"``) held fixed, the objective is
+        ones inside their margin, all of them for ``"squared"``) held fixed, the objective is
         quadratic and the increase is ``c m^2 / (2 (1 + c v_j))``, ``m`` the margin
-        violation ``1 - s f_j``, ``v_j = (K_jj - k_jA S (gamma I + S K_AA S)^-1 S k_Aj) / gamma``
+        violation ``1 - s f_j``, ``v_j = (K_jj - k_jA S (gamma_A I + S K_AA S)^-1 S k_Aj) / gamma_A``
         the variance of f(x_j) under that quadratic (``S = diag(sqrt(c_A))``).
         """
         P = np.flatnonzero(z != 0)
         f_P = self.K[P] @ alpha
         margin = 1.0 - z[P] * f_P
-        A = P[margin > 0] if self.est.loss == "l2" else P
+        A = P[margin > 0] if self.est.loss == "squared_hinge" else P
         s = np.sqrt(self.cost[A])
         H = s[:, None] * self.K[np.ix_(A, A)] * s[None, :]
-        H[np.diag_indices_from(H)] += self.est.gamma
+        H[np.diag_indices_from(H)] += self.est.gamma_A
         W = scipy.linalg.solve_triangular(scipy.linalg.cholesky(H, lower=True),
                                           s[:, None] * self.K[np.ix_(A, free)], lower=True)
-        v = (self.K[free, free] - np.einsum("ij,ij->j", W, W)) / self.est.gamma
+        v = (self.K[free, free] - np.einsum("ij,ij->j", W, W)) / self.est.gamma_A
         f = self.K[free] @ alpha
         c = self.cost[free]
         m_pos, m_neg = 1.0 - f, 1.0 + f
-        if self.est.loss == "l2":
+        if self.est.loss == "squared_hinge":
             m_pos, m_neg = np.maximum(m_pos, 0.0), np.maximum(m_neg, 0.0)
         cheaper = 0.5 * c * np.minimum(m_pos, m_neg) ** 2 / (1.0 + c * v)
         return int(free[np.argmax(cheaper)])

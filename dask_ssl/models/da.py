@@ -181,27 +181,27 @@ class DAS3VM(LinearSSLClassifier):
     """Deterministic annealing semi-supervised L2-SVM (thesis 6.4, Eqs 6.9-6.12).
 
     Minimizes over w and soft labels p of the unlabeled rows, at a temperature T annealed
-    from ``T0`` by ``1/anneal_factor`` per stage,
-    ``gamma/2 ||w||^2 + 1/(2l) sum l2(y_i o_i) + gamma_u/(2u) sum [p_j l2(o_j) + (1-p_j) l2(-o_j)]
+    from ``initial_temperature`` by ``1/anneal_factor`` per stage,
+    ``gamma_A/2 ||w||^2 + 1/(2l) sum l2(y_i o_i) + gamma_u/(2u) sum [p_j l2(o_j) + (1-p_j) l2(-o_j)]
     + T/(2u) sum [p_j log p_j + (1-p_j) log(1-p_j)]`` subject to ``mean(p) = pos_fraction``,
     and returns the w with the lowest TSVM objective seen along the path.
 
     Parameters
     ----------
-    gamma : float, default=1e-3
-        Regularization gamma (svmlin ``-W``).
+    gamma_A : float, default=1e-3
+        Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6).
     gamma_u : float, default=1.0
         gamma' (svmlin ``-U``), fixed during annealing.
     pos_fraction : float, optional
         r (svmlin ``-R``); default: the positive fraction among the labeled rows. The balance
         constraint uses ``round(r u) / u`` so that the entropy stopping rule can be met.
-    T0 : float, default=10
+    initial_temperature : float, default=10
         Starting temperature.
     anneal_factor : float, default=1.5
         R: T is divided by it after every stage.
-    epsilon : float, default=1e-6
-        Inner loop ends when KL(p, q) < u epsilon; annealing ends when the entropy of p
-        falls below u epsilon (6.4.3), or when it changes by less than u epsilon over a stage:
+    anneal_tol : float, default=1e-6
+        Inner loop ends when KL(p, q) < u anneal_tol; annealing ends when the entropy of p
+        falls below u anneal_tol (6.4.3), or when it changes by less than u anneal_tol over a stage:
         identical unlabeled rows share one p, and where the balance splits such a group its
         p stays fractional at any T (KDD99 has thousands of duplicate records).
     max_stages : int, default=200
@@ -214,17 +214,17 @@ class DAS3VM(LinearSSLClassifier):
         Nystrom features before the linear fit, as in :class:`TSVM` (None: linear).
     """
 
-    def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, T0=10.0,
-                 anneal_factor=1.5, epsilon=1e-6, max_stages=200, max_inner=100, tol=1e-6,
-                 max_iter=100, fit_intercept=True, solver="auto", unlabeled=None, client=None,
+    def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, initial_temperature=10.0,
+                 anneal_factor=1.5, anneal_tol=1e-6, max_stages=200, max_inner=100, tol=1e-6,
+                 max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1, client=None,
                  n_blocks=None, checkpoint=None, verbose=False, kernel=None, kernel_params=None,
                  n_components=100, landmarks="uniform", random_state=None):
-        self.gamma = gamma
+        self.gamma_A = gamma_A
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
-        self.T0 = T0
+        self.initial_temperature = initial_temperature
         self.anneal_factor = anneal_factor
-        self.epsilon = epsilon
+        self.anneal_tol = anneal_tol
         self.max_stages = max_stages
         self.max_inner = max_inner
         self.tol = tol
@@ -245,8 +245,8 @@ class DAS3VM(LinearSSLClassifier):
     def _check_params(self) -> None:
         super()._check_params()
         check_s3vm_params(self)
-        check_positive("T0", self.T0)
-        check_positive("epsilon", self.epsilon)
+        check_positive("initial_temperature", self.initial_temperature)
+        check_positive("anneal_tol", self.anneal_tol)
         if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
             raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
 
@@ -277,7 +277,7 @@ class DADriver:
         self.solver = est._solver(blocks, token)
         self.w = None
         self.stage = 0
-        self.T = float(est.T0)
+        self.T = float(est.initial_temperature)
         self.nu = 0.0
         self.best = (np.inf, None)
         self.history = []
@@ -291,10 +291,10 @@ class DADriver:
         inner = 0
         while True:
             nus = self.nu + self.T * NU_OFFSETS
-            res = self.solver.solve(self.w, est.gamma,
+            res = self.solver.solve(self.w, est.gamma_A,
                                     epilogue=(epi_gaps, est.gamma_u, nus, self.T))
             self.w = res.w
-            objective = tsvm_objective(res.w, est.gamma, est.gamma_u, self.u,
+            objective = tsvm_objective(res.w, est.gamma_A, est.gamma_u, self.u,
                                        [e[3] for e in res.extra])
             if objective < self.best[0]:
                 self.best = (objective, res.w.copy())
@@ -309,16 +309,16 @@ class DADriver:
             kl = sum(p[0] for p in parts)
             entropy = sum(p[1] for p in parts)
             inner += 1
-            if kl < self.u * est.epsilon or inner >= est.max_inner:
+            if kl < self.u * est.anneal_tol or inner >= est.max_inner:
                 break
         record = {"stage": self.stage, "T": self.T, "objective": objective, "entropy": entropy,
                   "kl": kl, "inner": inner, "mean_p": sum(p[2] for p in parts) / self.u,
                   "seconds": time.perf_counter() - t0,
                   "round_trips": self.blocks.round_trips, "bytes": self.blocks.bytes_moved}
-        stalled = bool(self.history) and abs(self.history[-1]["entropy"] - entropy) < self.u * est.epsilon
+        stalled = bool(self.history) and abs(self.history[-1]["entropy"] - entropy) < self.u * est.anneal_tol
         self.history.append(record)
         self.stage += 1
-        if entropy < self.u * est.epsilon or stalled or self.stage >= est.max_stages:
+        if entropy < self.u * est.anneal_tol or stalled or self.stage >= est.max_stages:
             self.done = True
         else:
             self.T /= est.anneal_factor

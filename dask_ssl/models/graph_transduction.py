@@ -45,11 +45,11 @@ from ..graph.partition import check_partition
 from ..graph.precond import check_preconditioner
 from ..graph.system import GraphSystem
 from ..graph.weights import LOCAL, Graph, edge_weights, knn_graph, query_widths
-from ..linalg import RowBlocks
 from ..linalg.block_cg import block_cg
 from ..linalg.recovery import solve_with_restarts
 from ._graph_params import check_graph_hyperparameters, check_number
-from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
+from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
+                     to_blocks)
 
 
 class GraphTransduction(ClassifierMixin, BaseEstimator):
@@ -182,15 +182,10 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
             Seed for block CG (e.g. last night's ``scores_``).
         """
         self._check_params()
-        if y is None:
-            if not (isinstance(X, RowBlocks) and X.labels is not None):
-                raise ValueError("GraphTransduction requires y to be passed, but the target y "
-                                 "is None (it may be omitted only for a RowBlocks X that "
-                                 "carries labels)")
-            y = X.gather_labels()
+        y, marker = fit_labels(X, y, self.unlabeled, type(self).__name__)
         X = as_input(X)
         n_rows = n_rows_of(X)
-        classes, codes = encode_labels(y, n_rows, self.unlabeled)
+        classes, codes = encode_labels(y, n_rows, marker)
         check_knn_params(n_rows, self.n_neighbors, self.metric)
         if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")

@@ -19,8 +19,8 @@ class KernelDAS3VM(KernelExpansionClassifier):
 
     Minimizes over the expansion coefficients alpha (``f = sum_i alpha_i K(., x_i)`` over the
     l + u training rows, Eq 3.9, no bias) and soft labels p of the unlabeled rows, at a
-    temperature T annealed from ``T0`` by ``1/anneal_factor`` per stage, Eq 3.7:
-    ``gamma/2 ||f||_K^2 + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u [p_j V(f_j) + (1-p_j) V(-f_j)]
+    temperature T annealed from ``initial_temperature`` by ``1/anneal_factor`` per stage, Eq 3.7:
+    ``gamma_A/2 ||f||_K^2 + 1/l sum_l V(y_i f_i) + gamma_u/u sum_u [p_j V(f_j) + (1-p_j) V(-f_j)]
     + T/u sum_u [p_j log p_j + (1-p_j) log(1-p_j)]`` subject to ``mean(p) = pos_fraction``
     (Eq 3.8), alternating an alpha-step at fixed p with the p-step of Eq 3.11, and returns the
     alpha with the lowest S3VM objective seen along the path (as :class:`DAS3VM`).
@@ -30,14 +30,14 @@ class KernelDAS3VM(KernelExpansionClassifier):
 
     Parameters
     ----------
-    loss : {"l2", "sqr"}, default="l2"
-        V: ``"l2"`` the half squared hinge ``max(0, 1-t)^2/2`` (DA(l2)), alpha-step by finite
-        Newton (index sets i0..i3 of 3.5.1, exact line search); ``"sqr"`` the half squared loss
-        ``(1-t)^2/2`` (DA(sqr)), alpha-step Eq 3.10 ``alpha = (K + gamma C)^-1 Y``,
+    loss : {"squared_hinge", "squared"}, default="squared_hinge"
+        V: ``"squared_hinge"`` the half squared hinge ``max(0, 1-t)^2/2`` (DA(l2)), alpha-step by finite
+        Newton (index sets i0..i3 of 3.5.1, exact line search); ``"squared"`` the half squared loss
+        ``(1-t)^2/2`` (DA(sqr)), alpha-step Eq 3.10 ``alpha = (K + gamma_A C)^-1 Y``,
         ``C = diag(l..l, u/gamma_u..u/gamma_u)``, ``Y = [y, 2p - 1]``, whose matrix does not
         depend on p: it is factored once per fit (for all classes) and each step is a solve.
-    gamma : float, default=1e-3
-        lambda of Eq 3.7 (the linear DA's ``gamma``, svmlin ``-W``), on ``||f||_K^2 / 2``.
+    gamma_A : float, default=1e-3
+        lambda of Eq 3.7 (the linear DA's ``gamma_A``, svmlin ``-W``), on ``||f||_K^2 / 2``.
         Eq 3.1 / Table 3.1's gamma (with unit loss weights) is ``l`` times this.
     gamma_u : float, default=1.0
         lambda' of Eq 3.7 (gamma', svmlin ``-U``): unlabeled losses weigh ``gamma_u / u``.
@@ -50,15 +50,15 @@ class KernelDAS3VM(KernelExpansionClassifier):
         returning the Gram matrix of two row sets.
     kernel_params : dict, optional
         The kernel's parameters (RBF: ``{"gamma": 1 / (2 sigma^2)}``).
-    T0 : float, default=10
+    initial_temperature : float, default=10
         Starting temperature T (Table 3.3). Eq 3.7 writes the entropy as ``T/u``, ch. 6 as
         ``T/(2u)`` with a loss twice as large: the same T means the same annealing path.
     anneal_factor : float, default=1.5
         R of Table 3.3: T is divided by it after every stage.
-    epsilon : float, default=1e-6
-        Inner loop ends when KL(p, q) < u epsilon; annealing ends when the entropy of p falls
-        below u epsilon (Table 3.3, as :class:`DAS3VM`). DAS3VM's second rule (the entropy
-        changed by less than u epsilon over a stage, for identical rows that the balance
+    anneal_tol : float, default=1e-6
+        Inner loop ends when KL(p, q) < u anneal_tol; annealing ends when the entropy of p falls
+        below u anneal_tol (Table 3.3, as :class:`DAS3VM`). DAS3VM's second rule (the entropy
+        changed by less than u anneal_tol over a stage, for identical rows that the balance
         splits) is not used: with the few hundred unlabeled rows of kernel problems the entropy
         changes that little per stage while p is still near r at high T (two moons: annealing
         stopped at T = 4 with every p_j = 0.5 +- 0.01). A split group of identical rows runs
@@ -67,11 +67,11 @@ class KernelDAS3VM(KernelExpansionClassifier):
     max_inner : int, default=100
         Bounds on temperatures and on alpha-step / p-step alternations per temperature.
     tol : float, default=1e-8
-        Margin tolerance of the finite-Newton optimality check (``loss="l2"``).
+        Margin tolerance of the finite-Newton optimality check (``loss="squared_hinge"``).
     max_iter : int, default=100
-        Newton steps per alpha-step (``loss="l2"``).
-    unlabeled : scalar, optional
-        Marker of unlabeled rows in ``y`` (default -1).
+        Newton steps per alpha-step (``loss="squared_hinge"``).
+    unlabeled : scalar, default=-1
+        Marker of unlabeled rows in ``y``.
     checkpoint : str, optional
         Directory (local path or fsspec URL) for a snapshot after every stage; ``fit(...,
         resume=True)`` continues from it (``part-<k>`` subdirectories for one-vs-rest).
@@ -88,19 +88,19 @@ class KernelDAS3VM(KernelExpansionClassifier):
         As :class:`DAS3VM` (``history_`` one record per temperature).
     """
 
-    def __init__(self, *, loss="l2", gamma=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
-                 kernel_params=None, T0=10.0, anneal_factor=1.5, epsilon=1e-6, max_stages=200,
-                 max_inner=100, tol=1e-8, max_iter=100, unlabeled=None, checkpoint=None,
+    def __init__(self, *, loss="squared_hinge", gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
+                 kernel_params=None, initial_temperature=10.0, anneal_factor=1.5, anneal_tol=1e-6, max_stages=200,
+                 max_inner=100, tol=1e-8, max_iter=100, unlabeled=-1, checkpoint=None,
                  verbose=False):
         self.loss = loss
-        self.gamma = gamma
+        self.gamma_A = gamma_A
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
         self.kernel = kernel
         self.kernel_params = kernel_params
-        self.T0 = T0
+        self.initial_temperature = initial_temperature
         self.anneal_factor = anneal_factor
-        self.epsilon = epsilon
+        self.anneal_tol = anneal_tol
         self.max_stages = max_stages
         self.max_inner = max_inner
         self.tol = tol
@@ -111,8 +111,8 @@ class KernelDAS3VM(KernelExpansionClassifier):
 
     def _check_params(self) -> None:
         self._check_common()
-        check_positive("T0", self.T0)
-        check_positive("epsilon", self.epsilon)
+        check_positive("initial_temperature", self.initial_temperature)
+        check_positive("anneal_tol", self.anneal_tol)
         check_positive("tol", self.tol)
         check_count("max_stages", self.max_stages)
         check_count("max_inner", self.max_inner)
@@ -135,23 +135,23 @@ class KernelDAS3VM(KernelExpansionClassifier):
 class SqrStep:
     """The alpha-step of DA(sqr), Eq 3.10, with its matrix factored once.
 
-    ``(K + gamma C) alpha = Y`` is solved in the equivalent symmetric form ``(gamma I + S K S)
+    ``(K + gamma_A C) alpha = Y`` is solved in the equivalent symmetric form ``(gamma_A I + S K S)
     S^-1 alpha = S Y``, ``S^2 = C^-1 = diag(1/l, gamma_u/u)``, which also holds at gamma_u = 0
     (where C is infinite and alpha is 0 on the unlabeled rows).
     """
 
-    def __init__(self, K, labeled, gamma, gamma_u):
+    def __init__(self, K, labeled, gamma_A, gamma_u):
         self.unl = ~labeled
         self.w = np.where(labeled, 1.0 / labeled.sum(), gamma_u / self.unl.sum())
-        self.factor = weighted_factor(K, self.w, gamma)
+        self.factor = weighted_factor(K, self.w, gamma_A)
         self.K = K
-        self.gamma = gamma
+        self.gamma_A = gamma_A
 
     def alpha(self, y, p) -> np.ndarray:
         """Eq 3.10 for labels y (+1/-1 labeled, 0 unlabeled) and soft labels p."""
         Y = y.copy()
         Y[self.unl] = 2.0 * p - 1.0
-        return weighted_alpha(self.K, self.w, self.w * Y, self.gamma, factor=self.factor)
+        return weighted_alpha(self.K, self.w, self.w * Y, self.gamma_A, factor=self.factor)
 
 
 class KernelDADriver:
@@ -180,15 +180,15 @@ class KernelDADriver:
         self.cpos_l = np.where(y > 0, cl, 0.0)
         self.cneg_l = np.where(y < 0, cl, 0.0)
         self.cu = est.gamma_u / self.u
-        if est.loss == "sqr":
-            # the factor depends on K, l, u, gamma, gamma_u only: shared by all one-vs-rest parts
-            if "sqr" not in est._shared:
-                est._shared["sqr"] = SqrStep(K, self.lab, est.gamma, est.gamma_u)
-            self.sqr = est._shared["sqr"]
+        if est.loss == "squared":
+            # the factor depends on K, l, u, gamma_A, gamma_u only: shared by all one-vs-rest parts
+            if "squared" not in est._shared:
+                est._shared["squared"] = SqrStep(K, self.lab, est.gamma_A, est.gamma_u)
+            self.sqr = est._shared["squared"]
         self.w = None
         self.p = np.full(self.u, self.r)
         self.stage = 0
-        self.T = float(est.T0)
+        self.T = float(est.initial_temperature)
         self.nu = 0.0
         self.best = (np.inf, None, None)
         self.history = []
@@ -196,13 +196,13 @@ class KernelDADriver:
 
     def _alpha_step(self):
         est = self.est
-        if est.loss == "sqr":
+        if est.loss == "squared":
             alpha = self.sqr.alpha(self.y, self.p)
             return alpha, self.K @ alpha
         cpos, cneg = self.cpos_l.copy(), self.cneg_l.copy()
         cpos[self.unl] = self.cu * self.p
         cneg[self.unl] = self.cu * (1.0 - self.p)
-        alpha, f, _, _ = fit_weighted(self.K, cpos, cneg, est.gamma, "l2", self.w, tol=est.tol,
+        alpha, f, _, _ = fit_weighted(self.K, cpos, cneg, est.gamma_A, "squared_hinge", self.w, tol=est.tol,
                                       max_iter=est.max_iter)
         return alpha, f
 
@@ -228,7 +228,7 @@ class KernelDADriver:
         while True:
             alpha, f = self._alpha_step()
             self.w = alpha
-            objective = s3vm_objective(alpha, f, self.y, est.gamma, est.gamma_u, est.loss)
+            objective = s3vm_objective(alpha, f, self.y, est.gamma_A, est.gamma_u, est.loss)
             if objective < self.best[0]:
                 self.best = (objective, alpha.copy(), self.p.copy())
             q = self.p
@@ -236,14 +236,14 @@ class KernelDADriver:
             kl = float(rel_entr(self.p, q).sum() + rel_entr(1.0 - self.p, 1.0 - q).sum())
             entropy = float(entr(self.p).sum() + entr(1.0 - self.p).sum())
             inner += 1
-            if kl < self.u * est.epsilon or inner >= est.max_inner:
+            if kl < self.u * est.anneal_tol or inner >= est.max_inner:
                 break
         record = {"stage": self.stage, "T": self.T, "objective": objective, "entropy": entropy,
                   "kl": kl, "inner": inner, "mean_p": float(self.p.mean()),
                   "seconds": time.perf_counter() - t0, "round_trips": 0}
         self.history.append(record)
         self.stage += 1
-        if entropy < self.u * est.epsilon or self.stage >= est.max_stages:
+        if entropy < self.u * est.anneal_tol or self.stage >= est.max_stages:
             self.done = True
         else:
             self.T /= est.anneal_factor

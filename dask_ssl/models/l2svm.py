@@ -15,9 +15,9 @@ class SupervisedMFN(LinearSSLClassifier):
 
     _semi_supervised = False
 
-    def __init__(self, *, gamma=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
+    def __init__(self, *, gamma_A=1e-3, tol=1e-6, max_iter=100, fit_intercept=True,
                  solver="auto", unlabeled=None, client=None, n_blocks=None):
-        self.gamma = gamma
+        self.gamma_A = gamma_A
         self.tol = tol
         self.max_iter = max_iter
         self.fit_intercept = fit_intercept
@@ -34,13 +34,13 @@ class SupervisedMFN(LinearSSLClassifier):
 class L2SVM(SupervisedMFN):
     """Linear SVM with squared hinge loss, trained by L2-SVM-MFN on row blocks.
 
-    Minimizes ``gamma/2 ||w||^2 + 1/(2l) sum_{labeled} c_i max(0, 1 - y_i w^T x_i)^2`` (thesis
+    Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i max(0, 1 - y_i w^T x_i)^2`` (thesis
     Eq 6.2 with labeled cost 1/l, as svmlin); unlabeled rows are ignored.
 
     Parameters
     ----------
-    gamma : float, default=1e-3
-        Regularization gamma (svmlin ``-W``, thesis lambda); LIBLINEAR's C is ``1/(gamma l)``.
+    gamma_A : float, default=1e-3
+        Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6); LIBLINEAR's C is ``1/(gamma_A l)``.
     tol : float, default=1e-6
         tau of the active-set stopping rule and epsilon of CG (svmlin's epsilon).
     max_iter : int, default=100

@@ -12,7 +12,7 @@ equations of the squared loss, multiplied by ``l``, are the linear paper's Eq 3,
     (X_l^T X_l + gamma_A l I + gamma_I l X^T M X) w = X_l^T Y,
 
 with no ``1/(u+l)^2`` factor (ALGORITHMS.md 4.4, 7.1); ``gamma_I = 0`` is :class:`RLS` /
-:class:`L2SVM` with ``gamma = gamma_A``. The graph term acts on the outputs, bias included; for the
+:class:`L2SVM` with the same ``gamma_A``. The graph term acts on the outputs, bias included; for the
 unnormalized ``L`` (``L 1 = 0``) that is the paper's ``w^T X^T L X w``.
 
 Small d: ``X^T M X`` is formed once on the workers (:meth:`DataGraph.gram`, ``p + 1`` round
@@ -67,7 +67,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
                  weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
                  search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
                  landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 solver="auto", unlabeled=None, client=None, n_blocks=None, random_state=None,
+                 solver="auto", unlabeled=-1, client=None, n_blocks=None, random_state=None,
                  checkpoint=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -211,7 +211,7 @@ class LinearLapRLS(_LinearManifold):
     Parameters
     ----------
     gamma_A : float, default=1e-3
-        Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma`` (``gamma_I = 0`` is RLS).
+        Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma_A`` (``gamma_I = 0`` is RLS).
     gamma_I : float or "auto", default="auto"
         Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor. "auto":
         the candidate ``rho tr(G) / tr(H)``, ``rho`` in
@@ -327,7 +327,7 @@ class LinearLapRLS(_LinearManifold):
 
 class GraphMFNSolver(MFNSolver):
     """L2-SVM-MFN with the graph term ``gamma_I/2 o^T M o`` in its regularizer
-    ``1/2 w^T R w``, ``R = gamma I + gamma_I [X,1]^T M [X,1]``.
+    ``1/2 w^T R w``, ``R = gamma_A I + gamma_I [X,1]^T M [X,1]``.
 
     Every Newton system gets ``gamma_I X^T M X``: the matrix ``H`` on the small-d path, the
     product (fused with the active-set product, ``p + 1`` round trips per CG iteration) on the
@@ -355,22 +355,22 @@ class GraphMFNSolver(MFNSolver):
         self._gw = self._gw + delta * self._gd
         return w + delta * direction
 
-    def _reg_apply(self, gamma, w):
-        return gamma * w + self.gamma_I * self._gw
+    def _reg_apply(self, gamma_A, w):
+        return gamma_A * w + self.gamma_I * self._gw
 
-    def _reg_form(self, gamma, w, direction):
+    def _reg_form(self, gamma_A, w, direction):
         if direction is not self._dir:
             self._dir, self._gd = direction, self._graph(direction)
         g = self.gamma_I
-        return (gamma * (w @ w) + g * (w @ self._gw), gamma * (w @ direction) + g * (direction @ self._gw),
-                gamma * (direction @ direction) + g * (direction @ self._gd))
+        return (gamma_A * (w @ w) + g * (w @ self._gw), gamma_A * (w @ direction) + g * (direction @ self._gw),
+                gamma_A * (direction @ direction) + g * (direction @ self._gd))
 
-    def _reg_matrix(self, gamma):
-        return gamma * np.eye(self.dim) + self.gamma_I * self.H
+    def _reg_matrix(self, gamma_A):
+        return gamma_A * np.eye(self.dim) + self.gamma_I * self.H
 
-    def _normal_product(self, gamma, p):
+    def _normal_product(self, gamma_A, p):
         trips = self.blocks.round_trips
-        out = gamma * p + self.dg.product(p, gamma_I=self.gamma_I, weights=(self.token, "a"))
+        out = gamma_A * p + self.dg.product(p, gamma_I=self.gamma_I, weights=(self.token, "a"))
         self.cg_trips += self.blocks.round_trips - trips
         self.cg_products += 1
         return out
@@ -381,7 +381,7 @@ class LinearLapSVM(_LinearManifold):
     (thesis ch. 6 conclusion; linear paper Eq 2 with the squared hinge).
 
     Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i max(0, 1 - y_i o_i)^2 +
-    gamma_I/2 o^T M o``, ``o = [X, 1] w``; ``gamma_I = 0`` is :class:`L2SVM` with ``gamma =
+    gamma_I/2 o^T M o``, ``o = [X, 1] w``; ``gamma_I = 0`` is :class:`L2SVM` with ``gamma_A =
     gamma_A``. Each Newton system is ``(gamma_A I + X_j^T C_j X_j + gamma_I X^T M X) w =
     X_j^T C_j Y_j`` (times ``l``: Eq 3 on the active set). One-vs-rest classes are fitted in
     turn, sharing the graph and (small d) ``X^T M X``.

@@ -45,7 +45,8 @@ from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ._graph_params import check_graph_hyperparameters, check_number
-from ._input import as_input, check_finite_local, encode_labels, n_rows_of, to_blocks
+from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
+                     to_blocks)
 from ._nystrom_manifold import fit_nystrom
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
@@ -178,15 +179,10 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         self._check_params()
         if resume:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
-        if y is None:
-            if not (isinstance(X, RowBlocks) and X.labels is not None):
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
-                                 "target y is None (it may be omitted only for a RowBlocks X "
-                                 "that carries labels)")
-            y = X.gather_labels()
+        y, marker = fit_labels(X, y, self.unlabeled, type(self).__name__)
         X = as_input(X)
         n_rows = n_rows_of(X)
-        classes, codes = encode_labels(y, n_rows, self.unlabeled)
+        classes, codes = encode_labels(y, n_rows, marker)
         if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         if graph is None and self.n_neighbors != "auto":

@@ -161,13 +161,13 @@ class TSVM(LinearSSLClassifier):
     """Multi-switch transductive L2-SVM trained by L2-SVM-MFN with seeding (thesis 6.3).
 
     Minimizes over w and the temporary labels y' of the unlabeled rows
-    ``gamma/2 ||w||^2 + 1/(2l) sum_l l2(y_i o_i) + gamma_u/(2u) sum_u l2(y'_j o_j)`` subject to a
+    ``gamma_A/2 ||w||^2 + 1/(2l) sum_l l2(y_i o_i) + gamma_u/(2u) sum_u l2(y'_j o_j)`` subject to a
     fraction ``pos_fraction`` of the unlabeled rows labeled positive.
 
     Parameters
     ----------
-    gamma : float, default=1e-3
-        Regularization gamma (svmlin ``-W``).
+    gamma_A : float, default=1e-3
+        Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6).
     gamma_u : float, default=1.0
         Weight of the unlabeled loss, gamma' (svmlin ``-U``, lambda_u). Reached by a ramp from
         1e-5 multiplied by 1.5 per stage.
@@ -179,10 +179,10 @@ class TSVM(LinearSSLClassifier):
         None switches every pair that qualifies (S = u/2).
     tol, max_iter, fit_intercept, solver, client, n_blocks
         As in :class:`L2SVM`; ``max_iter`` bounds each L2-SVM-MFN call.
-    unlabeled : scalar, optional
-        Marker of unlabeled rows in y. Default: -1 (scikit-learn's convention) for a y passed
-        to ``fit``, 0 (svmlin / SVMlight's) for labels read with the data (``y=None``). With no
-        unlabeled row the fit is L2SVM's, with a warning.
+    unlabeled : scalar, default=-1
+        Marker of unlabeled rows in a y passed to ``fit`` (scikit-learn's convention); labels
+        read with the data (``y=None``) keep svmlin / SVMlight's 0. With no unlabeled row the
+        fit is L2SVM's, with a warning.
     checkpoint : str, optional
         Local path or fsspec URL of a directory to checkpoint to after every stage;
         ``dask-ssl resume`` continues from it.
@@ -209,12 +209,12 @@ class TSVM(LinearSSLClassifier):
     answer; a cold start follows the thesis exactly.
     """
 
-    def __init__(self, *, gamma=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
-                 tol=1e-6, max_iter=100, fit_intercept=True, solver="auto", unlabeled=None,
+    def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
+                 tol=1e-6, max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1,
                  client=None, n_blocks=None, checkpoint=None, max_inner=10000, verbose=False,
                  kernel=None, kernel_params=None, n_components=100, landmarks="uniform",
                  random_state=None):
-        self.gamma = gamma
+        self.gamma_A = gamma_A
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
         self.max_switches = max_switches
@@ -283,7 +283,7 @@ class TSVMDriver:
         # starts from a full build instead: the same objective up to round-off).
         est = self.est
         if self.stage == 0:
-            res = self.solver.solve(self.w, est.gamma)
+            res = self.solver.solve(self.w, est.gamma_A)
             outputs = self.blocks.call(ws_unlabeled_outputs, self.token)
             thr, ties = threshold_rule(outputs, self.r)
             # Seeded from an earlier model (a retrain), the ramp that protects a cold start
@@ -299,7 +299,7 @@ class TSVMDriver:
         else:
             g = self.gamma_u_cur
             eager = min(self.max_pairs, EAGER_CANDIDATES)
-            res = self.solver.solve(self.w, est.gamma, epilogue=(epi_candidates, eager),
+            res = self.solver.solve(self.w, est.gamma_A, epilogue=(epi_candidates, eager),
                                     prologue=[(pro_set_costs, g / self.u)] * self.blocks.n_blocks)
             switches = 0
             retrains = [res.objective]
@@ -314,12 +314,12 @@ class TSVMDriver:
                 for yt, f in zip(self.yt, flips):
                     yt[f] = -yt[f]
                 switches += k
-                res = self.solver.solve(res.w, est.gamma, prologue=[(pro_flip, f) for f in flips],
+                res = self.solver.solve(res.w, est.gamma_A, prologue=[(pro_flip, f) for f in flips],
                                         epilogue=(epi_candidates, eager))
                 retrains.append(res.objective)
             self.w = res.w
             self.n_switches += switches
-            objective = tsvm_objective(res.w, est.gamma, g, self.u, [e[1] for e in res.extra])
+            objective = tsvm_objective(res.w, est.gamma_A, g, self.u, [e[1] for e in res.extra])
             # retrains: J(w(Y'), Y') after each retrain, which Prop. 6.3.1 says decreases
             record = {"stage": self.stage, "gamma_u": g, "objective": objective,
                       "switches": switches, "retrains": retrains}

@@ -287,7 +287,7 @@ def register(sub) -> None:
     def workflow_args(p):
         p.add_argument("workflow", metavar="WORKFLOW", help="workflow file (YAML)")
         p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a value, e.g. --set estimator.params.gamma=0.01")
+                       help="override a value, e.g. --set estimator.params.gamma_A=0.01")
         p.add_argument("--date", type=_date, help="data date for {date} in paths (default today)")
         cluster_args(p)
 

@@ -41,7 +41,7 @@ ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda
               "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
               "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
-ESTIMATOR_FLAGS = ("gamma", "gamma_u", "pos_fraction", "max_switches", "checkpoint", "gamma_A",
+ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkpoint",
                    "gamma_I", "kernel", "kernel_params", "n_neighbors", "p", "loss",
                    "n_components", "landmarks")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
@@ -52,7 +52,7 @@ JOB_FILE = "job.json"
 PRELOADED_KERNELS = ("dask_ssl.data._numbers", "dask_ssl.data.svmlight",
                      "dask_ssl.linalg.kernels", "dask_ssl.linalg.distinct")
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
-_NOT_FLAGS = ("func", "detach", "started")
+_NOT_FLAGS = ("func", "detach", "started", "old_gamma")
 
 
 def process_start() -> float:
@@ -105,6 +105,8 @@ def make_estimator(args):
     """The estimator the flags describe, its parameters checked before any data is read."""
     from .. import models
 
+    if getattr(args, "old_gamma", None) is not None:
+        raise CLIError("--gamma was renamed --gamma-A (the ambient-norm weight, svmlin -W)")
     cls = getattr(models, ALGORITHMS[args.algorithm])
     accepted = cls().get_params()
     params = {"unlabeled": 0}
@@ -221,7 +223,12 @@ def is_fit_checkpoint(target) -> bool:
 def resume_fit(target, args) -> int:
     """``dask-ssl resume CHECKPOINT``: finish an interrupted ``fit`` from its checkpoint."""
     job = Path(target) / JOB_FILE
-    saved = argparse.Namespace(**json.loads(job.read_text()))
+    fields = json.loads(job.read_text())
+    # a job recorded before --gamma was renamed --gamma-A
+    old_gamma = fields.pop("gamma", None)
+    if fields.get("gamma_A") is None:
+        fields["gamma_A"] = old_gamma
+    saved = argparse.Namespace(**fields)
     saved.scheduler = args.scheduler or saved.scheduler
     saved.workers = args.workers if args.workers is not None else saved.workers
     saved.verbose = args.verbose or saved.verbose

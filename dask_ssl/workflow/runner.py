@@ -183,7 +183,7 @@ class Run:
         g = self.doc["graph"]
         with self.progress.phase("graph"):
             neigh = build_knn(train, g.get("n_neighbors", 10), metric=g.get("metric", "euclidean"),
-                              random_state=g.get("seed", 0))
+                              random_state=g.get("random_state", 0))
             return build_graph(neigh, weights=g.get("weights", "heat"),
                                symmetrize=g.get("symmetrize", "max"))
 

@@ -11,7 +11,7 @@ import inspect
 
 #: Value constraints of hyperparameters shared across estimators (one name, one meaning).
 PARAM_SCHEMAS = {
-    "gamma": {"type": "number", "exclusiveMinimum": 0},
+    "gamma_A": {"type": "number", "exclusiveMinimum": 0},
     "gamma_u": {"type": "number", "exclusiveMinimum": 0},
     "tol": {"type": "number", "exclusiveMinimum": 0},
     "max_iter": {"type": "integer", "minimum": 1},
@@ -19,9 +19,9 @@ PARAM_SCHEMAS = {
     "max_inner": {"type": "integer", "minimum": 1},
     "pos_fraction": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1},
     "verbose": {"type": "boolean"},
-    "T0": {"type": "number", "exclusiveMinimum": 0},
+    "initial_temperature": {"type": "number", "exclusiveMinimum": 0},
     "anneal_factor": {"type": "number", "exclusiveMinimum": 1},
-    "epsilon": {"type": "number", "exclusiveMinimum": 0},
+    "anneal_tol": {"type": "number", "exclusiveMinimum": 0},
     "max_stages": {"type": "integer", "minimum": 1},
     "fit_intercept": {"type": "boolean"},
     "solver": {"type": "string"},
@@ -135,7 +135,7 @@ def workflow_schema(estimators: dict, generators: dict) -> dict:
                                "metric": {"enum": ["euclidean", "cosine"]},
                                "weights": {"enum": ["heat", "binary", "cosine"]},
                                "symmetrize": {"enum": ["max", "mean", "mutual"]},
-                               "seed": {"type": "integer", "minimum": 0}},
+                               "random_state": {"type": "integer", "minimum": 0}},
             },
             "estimator": _estimator_schema(estimators),
             "evaluation": {

@@ -110,7 +110,7 @@ def validate(data: dict, lines: dict, source: str, overrides: list[str]) -> Work
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise WorkflowError(f"--set {item!r}: expected KEY=VALUE, e.g. "
-                                f"estimator.params.gamma=0.01")
+                                f"estimator.params.gamma_A=0.01")
         path = tuple(int(p) if p.isdigit() else p for p in key.strip().split("."))
         try:
             parsed = parse_scalar(value)
@@ -168,6 +168,15 @@ def _suggest(word, choices) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _renamed_key(path: tuple, key) -> str | None:
+    """The name an old key has now (``estimator.params.gamma`` -> ``gamma_A``), or None."""
+    from ..models._renames import RENAMED_KEYS, RENAMED_PARAMS
+
+    if path == ("estimator", "params"):
+        return RENAMED_PARAMS.get(key)
+    return RENAMED_KEYS.get((path[-1] if path else None, key))
+
+
 def _describe(err: jsonschema.ValidationError):
     """``(path, message)`` pairs for one schema error, worded for a person editing YAML."""
     path = tuple(err.absolute_path)
@@ -175,6 +184,10 @@ def _describe(err: jsonschema.ValidationError):
     if kind == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         for key in sorted(set(inst) - set(allowed), key=str):
+            new = _renamed_key(path, key)
+            if new in allowed:
+                yield path + (key,), f"renamed: the key is now {new!r}"
+                continue
             yield path + (key,), (f"unknown key{_suggest(key, allowed)}; expected one of: "
                                   f"{', '.join(allowed)}")
         return
