@@ -400,18 +400,12 @@ def _random(state):
 
 @njit(cache=True, nogil=True)
 def rng_state_nb(seed):
-    """:func:`rng_state` inside compiled code."""
+    """The state :func:`_rand` advances, from an integer seed (never zero)."""
     st = np.empty(1, np.uint64)
     st[0] = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
     if st[0] == 0:
         st[0] = 1
     return st
-
-
-def rng_state(seed) -> np.ndarray:
-    """The state :func:`_rand` advances, from an integer seed (never zero)."""
-    return np.array([(int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64 or 1],
-                    dtype=np.uint64)
 
 
 # ------------------------------------------------------------------------------------------
