@@ -23,7 +23,8 @@
    members of the groups their group's distinct row found, merged by (distance, row number) as
    an exact search would order ties.
 
-The kernels are in :mod:`dask_ssl.graph._nndescent` (numba, cached on disk, compiled once).
+The kernels are in :mod:`dask_ssl.graph._nndescent`, a module per job (numba, cached on disk,
+compiled once).
 ``index_neighbors`` (the NN-descent list length) and ``search_epsilon`` (how far beyond the
 current k-th distance the cross-block search keeps expanding) trade recall for time.
 """
@@ -158,9 +159,10 @@ class BlockIndex:
         NN-descent lists (index row numbers, rank distances), nearest first.
     adj_ptr, adj_ind : ndarray
         The search graph in CSR form: the lists, thinned by
-        :func:`dask_ssl.graph._nndescent.diversify`, plus their reverse edges.
+        :func:`dask_ssl.graph._nndescent.search_graph.diversify`, plus their reverse edges.
     tree : tuple
-        A random-projection tree over the rows (:func:`dask_ssl.graph._nndescent.rp_tree`).
+        A random-projection tree over the rows
+        (:func:`dask_ssl.graph._nndescent.trees.rp_tree`).
     metric : str
     n_iter : int
         NN-descent rounds run.
