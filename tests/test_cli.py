@@ -73,17 +73,17 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--gamma-A", "0"], "gamma_A must be"), (["--gamma-A", "-1"], "gamma_A must be"),
+    (["--gamma-A", "0"], "'gamma_A' parameter of"), (["--gamma-A", "-1"], "'gamma_A' parameter of"),
     (["--gamma", "0.01"], "--gamma was renamed --gamma-A"),
     (["--algorithm", "tsvm", "--pos-fraction", "1.5"], "pos_fraction"),
     (["--algorithm", "tsvm", "--gamma-u", "-2"], "gamma_u"),
     (["--algorithm", "svm", "--gamma-u", "1"], "does not apply"),
     (["--algorithm", "svm", "--n-components", "10"], "does not apply"),
     (["--algorithm", "linlaprls", "--max-switches", "1"], "does not apply"),
-    (["--algorithm", "kda", "--loss", "l2"], "'l2' is now called 'squared_hinge'"),
+    (["--algorithm", "kda", "--loss", "l2"], "loss='l2' is now called loss='squared_hinge'"),
     (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
     (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
-    (["--algorithm", "laprls", "--n-components", "0"], "n_components must be"),
+    (["--algorithm", "laprls", "--n-components", "0"], "'n_components' parameter of"),
     (["--algorithm", "lapsvm", "--loss", "hinge", "--n-components", "9"], "exact expansion"),
 ])
 def test_bad_parameters_fail_before_reading(tmp_path, capsys, flags, message):

@@ -173,14 +173,14 @@ def test_multiclass_one_vs_rest_and_model_store(tmp_path):
 
 @pytest.mark.parametrize("cls", [KernelDAS3VM, BranchAndBoundS3VM])
 @pytest.mark.parametrize("params, data, match", [
-    ({"kernel": "gaussian"}, None, "unknown kernel 'gaussian'"),
+    ({"kernel": "gaussian"}, None, "'kernel' parameter of .* Got 'gaussian'"),
     ({"kernel_params": {"sigma": 1.0}}, None, "takes no parameter"),
     ({"kernel": lambda A, B: np.full((len(A), len(B)), np.nan)}, None, "non-finite value"),
-    ({"gamma_A": 0.0}, None, "gamma_A must be"),
-    ({"gamma_u": -1.0}, None, "gamma_u must be"),
-    ({"loss": "hinge"}, None, "loss must be one of"),
-    ({"loss": "l2"}, None, "'l2' is now called 'squared_hinge'"),
-    ({"pos_fraction": 1.5}, None, "pos_fraction must be in"),
+    ({"gamma_A": 0.0}, None, "'gamma_A' parameter of"),
+    ({"gamma_u": -1.0}, None, "'gamma_u' parameter of"),
+    ({"loss": "hinge"}, None, "'loss' parameter of"),
+    ({"loss": "l2"}, None, "loss='l2' is now called loss='squared_hinge'"),
+    ({"pos_fraction": 1.5}, None, "'pos_fraction' parameter of"),
     ({}, "nan", "non-finite value"),
     ({}, "one class", "only one labeled class"),
 ])

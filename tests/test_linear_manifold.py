@@ -202,9 +202,9 @@ def test_tsvm_with_a_feature_map_fits_and_predicts_in_feature_space(client, tmp_
 
 @pytest.mark.parametrize("params,message", [
     ({"gamma_I": -1.0}, "gamma_I"),
-    ({"kernel": "nope"}, "unknown kernel"),
+    ({"kernel": "nope"}, "'kernel' parameter of"),
     ({"kernel": "rbf", "n_components": 0}, "n_components"),
-    ({"p": 0}, "p must be"),
+    ({"p": 0}, "'p' parameter of"),
     ({"solver": "lu"}, "solver"),
 ])
 def test_bad_parameters_are_refused_before_work(client, params, message):
@@ -377,7 +377,7 @@ def test_lapsvm_refuses_a_checkpoint_of_another_system(client, tmp_path):
             (LinearLapSVM(checkpoint=str(tmp_path / "none"), **kw), y, "holds no checkpoint")):
         with pytest.raises(ValueError, match=message):
             est.fit(X, labels, resume=True)
-    with pytest.raises(ValueError, match="checkpoint must be a path"):
+    with pytest.raises(ValueError, match="'checkpoint' parameter of"):
         LinearLapSVM(checkpoint=1, **kw).fit(X, y)
 
 

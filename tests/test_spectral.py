@@ -83,10 +83,10 @@ def test_class_dependent_rls_solves_eq_2_29(client):
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: RegularizedSpectralClustering(gamma_A=0.0), "gamma_A must be"),
-    (lambda: RegularizedSpectralClustering(kernel="nope"), "unknown kernel"),
+    (lambda: RegularizedSpectralClustering(gamma_A=0.0), "'gamma_A' parameter of"),
+    (lambda: RegularizedSpectralClustering(kernel="nope"), "'kernel' parameter of"),
     (lambda: RegularizedSpectralClustering(n_neighbors=100), "n_neighbors"),
-    (lambda: ClassDependentLapRLS(gamma_I_pos=-1.0), "gamma_I_pos must be"),
+    (lambda: ClassDependentLapRLS(gamma_I_pos=-1.0), "'gamma_I_pos' parameter of"),
     (lambda: ClassDependentLapRLS(n_neighbors=35), "n_neighbors"),
 ])
 def test_bad_input_is_refused_before_work(make, match):

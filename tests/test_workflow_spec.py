@@ -62,7 +62,8 @@ def test_error_names_file_line_and_key(tmp_path):
     path = write(tmp_path, GOOD.replace("gamma_A: 1e-2", "gamma_A: -1"))
     with pytest.raises(WorkflowError) as exc:
         load_workflow(path)
-    assert str(exc.value) == f"{path}:11: estimator.params.gamma_A: -1 is not > 0"
+    assert str(exc.value) == (f"{path}:11: estimator.params.gamma_A: The 'gamma_A' parameter "
+                              "of L2SVM must be a float in the range (0.0, inf). Got -1 instead.")
 
 
 def test_all_problems_reported_in_line_order(tmp_path):
@@ -97,7 +98,8 @@ def test_broken_workflows(tmp_path, old, new, expected):
 
 def test_estimator_own_checks_are_mapped_to_the_line(tmp_path):
     path = write(tmp_path, GOOD.replace("gamma_A: 1e-2", "gamma_A: 1e-2\n    solver: magic"))
-    with pytest.raises(WorkflowError, match=r":12: estimator\.params\.solver: solver must be"):
+    with pytest.raises(WorkflowError,
+                       match=r":12: estimator\.params\.solver: The 'solver' parameter of L2SVM"):
         load_workflow(path)
 
 
@@ -122,7 +124,8 @@ def test_overrides(tmp_path):
     with pytest.raises(WorkflowError) as exc:
         load_workflow(path, ["estimator.params.gamma_A=-2"])
     assert str(exc.value) == (f"{path} (--set estimator.params.gamma_A=-2): "
-                              f"estimator.params.gamma_A: -2 is not > 0")
+                              "estimator.params.gamma_A: The 'gamma_A' parameter of L2SVM must "
+                              "be a float in the range (0.0, inf). Got -2 instead.")
     with pytest.raises(WorkflowError, match="expected KEY=VALUE"):
         load_workflow(path, ["gamma_A"])
     # a value that is not YAML (here a flow mapping cut short) is named, not a parser traceback
@@ -138,7 +141,7 @@ def test_cli_refuses_a_broken_workflow_before_any_work(tmp_path, capsys, monkeyp
     path = write(tmp_path, GOOD.replace("gamma_A: 1e-2", "gamma_A: 0"))
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}:11: estimator.params.gamma_A: 0 is not > 0" in err
+    assert f"{path}:11: estimator.params.gamma_A: The 'gamma_A' parameter of L2SVM must be" in err
     assert "LocalCluster" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.yaml"]
     assert main(["run", str(ROOT / "workflows" / "quickstart.yaml"), "--detach"]) == 2

@@ -8,21 +8,8 @@ import numpy as np
 
 from ..cluster import get_client
 from ..graph.dense import regularizer_matrix
-from ..graph.knn import check_knn_params
 from ..graph.weights import knn_graph
 from ..linalg import RowBlocks
-from ._graph_params import check_graph_hyperparameters
-
-#: Constructor defaults of the graph hyperparameters, the same as GraphTransduction's.
-GRAPH_DEFAULTS = dict(n_neighbors=10, metric="euclidean", weights="heat", t=None,
-                      symmetrize="max", normalized=True, p=1, search_epsilon=0.1)
-
-
-def check_graph_settings(est, n_rows=None) -> None:
-    check_graph_hyperparameters(est)
-    if n_rows is not None:
-        check_knn_params(n_rows, est.n_neighbors, est.metric)
-
 
 
 def graph_laplacian(est, X: np.ndarray, graph=None) -> np.ndarray:

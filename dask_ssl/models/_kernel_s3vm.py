@@ -20,6 +20,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..kernels import check_kernel, kernel_matrix
@@ -27,12 +28,12 @@ from ..linalg.kernels import active_weights, breakpoints_between, line_derivativ
 from ..linalg import RowBlocks
 from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import exact_root
+from ._constraints import validate
 from ._input import check_local, encode_labels
-from ._renames import renamed_value
-from ._s3vm import check_s3vm_params
-from .base import OneVsRestLabels, check_positive, fitted_info, restore_info
+from .base import OneVsRestLabels, fitted_info, restore_info
 
 LOSSES = ("squared_hinge", "squared")
+KERNEL_S3VM_LOSSES = StrOptions(set(LOSSES))
 #: The supervised estimator each loss gives without unlabeled rows.
 _SUPERVISED = {"squared_hinge": "L2-SVM", "squared": "RLS"}
 
@@ -140,18 +141,6 @@ def _margin_consistent(f, f_bar, cpos, cneg, tol) -> bool:
     return bool(ok_pos.all() and ok_neg.all())
 
 
-def check_loss(loss) -> None:
-    if loss not in LOSSES:
-        new = renamed_value("loss", loss)
-        hint = f" ({loss!r} is now called {new!r})" if new else ""
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}{hint}")
-
-
-def check_count(name, value, low=1) -> None:
-    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= low):
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
 def dense_rows(X) -> np.ndarray:
     """X as a finite two-dimensional float64 array on the driver (sparse input and row blocks
     on the workers are gathered and densified); complex, string and ragged input is refused."""
@@ -191,10 +180,10 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         tags.input_tags.sparse = True  # densified on the driver
         return tags
 
-    def _check_common(self) -> None:
-        check_positive("gamma_A", self.gamma_A)
-        check_s3vm_params(self)
-        check_loss(self.loss)
+    def _check_params(self) -> None:
+        """Every hyperparameter against its declared constraint, then the kernel's own
+        parameters. Runs first in ``fit``, before any work."""
+        validate(self)
         check_kernel(self.kernel, self.kernel_params)
 
     def fit(self, X, y, *, resume=False):

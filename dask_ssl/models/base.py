@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
@@ -17,11 +18,14 @@ from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import MFNSolver, ws_init
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
+from ._constraints import validate
 from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
                      to_blocks)
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
 GRAM_MAX_FEATURES = 1000
+#: ``solver`` of the linear estimators: Gram + Cholesky, CG, or chosen by the feature count.
+LINEAR_SOLVERS = StrOptions({"auto", "gram", "cg"})
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
@@ -100,13 +104,10 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
 
     # fitting -----------------------------------------------------------------------------
     def _check_params(self) -> None:
-        check_positive("gamma_A", self.gamma_A)
+        """Every hyperparameter against its declared constraint, then what the constraints
+        cannot say (the kernel's own parameters). Runs first in ``fit``, before any work."""
+        validate(self)
         self._check_feature_map()
-        check_positive("tol", self.tol)
-        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
-            raise ValueError(f"max_iter must be an integer >= 1, got {self.max_iter!r}")
-        if self.solver not in ("auto", "gram", "cg"):
-            raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
 
     def _solver(self, blocks: RowBlocks, token: str) -> MFNSolver:
         gram = self.solver == "gram" or (self.solver == "auto"

@@ -7,9 +7,9 @@ import heapq
 import numpy as np
 import scipy.linalg
 
-from ._kernel_s3vm import KernelExpansionClassifier, check_count, fit_weighted
+from ._constraints import constraints
+from ._kernel_s3vm import KERNEL_S3VM_LOSSES, KernelExpansionClassifier, fit_weighted
 from ._s3vm import positive_fraction
-from .base import check_positive
 
 
 class NodeLimitError(RuntimeError):
@@ -97,11 +97,7 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
         self.max_iter = max_iter
         self.unlabeled = unlabeled
 
-    def _check_params(self) -> None:
-        self._check_common()
-        check_count("max_nodes", self.max_nodes)
-        check_count("max_iter", self.max_iter)
-        check_positive("tol", self.tol)
+    _parameter_constraints = constraints(__init__, loss=[KERNEL_S3VM_LOSSES])
 
     def _fit_binary(self, K, y):
         u = int((y == 0).sum())

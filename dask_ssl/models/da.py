@@ -10,9 +10,9 @@ from scipy.special import logit
 
 from ..linalg import workerstate
 from ..linalg.kernels import matvec
-from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_objective,
-                    tsvm_objective_parts)
-from .base import LinearSSLClassifier, check_positive
+from ._constraints import KERNELS, constraints
+from ._s3vm import positive_fraction, s3vm_arrays, tsvm_objective, tsvm_objective_parts
+from .base import LINEAR_SOLVERS, LinearSSLClassifier
 from .l2svm import init_blocks
 
 #: Each further round trip of the balance root evaluates an even grid over the bracket plus
@@ -242,13 +242,8 @@ class DAS3VM(LinearSSLClassifier):
         self.landmarks = landmarks
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_s3vm_params(self)
-        check_positive("initial_temperature", self.initial_temperature)
-        check_positive("anneal_tol", self.anneal_tol)
-        if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
-            raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
+    _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS],
+                                         kernel=[KERNELS, callable, None])
 
     def _fit_binary(self, blocks, y, costs, w0, token):
         r = positive_fraction(self, y)

@@ -41,13 +41,12 @@ from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import check_knn_params, query_knn
 from ..graph.laplacian import LaplacianOperator
-from ..graph.partition import check_partition
-from ..graph.precond import check_preconditioner
 from ..graph.system import GraphSystem
 from ..graph.weights import LOCAL, Graph, edge_weights, knn_graph, query_widths
 from ..linalg.block_cg import block_cg
 from ..linalg.recovery import solve_with_restarts
-from ._graph_params import check_graph_hyperparameters, check_number
+from ._constraints import POSITIVE, constraints, validate
+from ._graph_params import check_graph_combination
 from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
                      to_blocks)
 
@@ -158,14 +157,13 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    _parameter_constraints = constraints(__init__, gamma_I=[POSITIVE])
+
     def _check_params(self):
-        check_number("gamma_I", self.gamma_I)
-        check_number("unlabeled_weight", self.unlabeled_weight, strict=False)
-        check_number("tol", self.tol)
-        check_number("max_iter", self.max_iter, integer=True)
-        check_graph_hyperparameters(self)
-        check_partition(self.partition)
-        check_preconditioner(self.preconditioner)
+        """Every hyperparameter against its declared constraint, then the graph settings
+        together. Runs first in ``fit``, before any work."""
+        validate(self)
+        check_graph_combination(self)
 
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
         """Build the graph (unless given) and solve for all classes.

@@ -8,10 +8,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import entr, expit, logit, rel_entr
 
-from ._kernel_s3vm import (KernelExpansionClassifier, check_count, fit_weighted, half_loss,
+from ._constraints import constraints
+from ._kernel_s3vm import (KERNEL_S3VM_LOSSES, KernelExpansionClassifier, fit_weighted, half_loss,
                            s3vm_objective, weighted_alpha, weighted_factor)
 from ._s3vm import positive_fraction
-from .base import check_positive
 
 
 class KernelDAS3VM(KernelExpansionClassifier):
@@ -109,16 +109,7 @@ class KernelDAS3VM(KernelExpansionClassifier):
         self.checkpoint = checkpoint
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        self._check_common()
-        check_positive("initial_temperature", self.initial_temperature)
-        check_positive("anneal_tol", self.anneal_tol)
-        check_positive("tol", self.tol)
-        check_count("max_stages", self.max_stages)
-        check_count("max_inner", self.max_inner)
-        check_count("max_iter", self.max_iter)
-        if not (isinstance(self.anneal_factor, (int, float)) and self.anneal_factor > 1):
-            raise ValueError(f"anneal_factor must be > 1, got {self.anneal_factor!r}")
+    _parameter_constraints = constraints(__init__, loss=[KERNEL_S3VM_LOSSES])
 
     def _fit_binary(self, K, y):
         from ..loop import StageLoop

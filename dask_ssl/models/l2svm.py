@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .base import LinearSSLClassifier, hinge_costs, init_blocks
+from ._constraints import constraints
+from .base import LINEAR_SOLVERS, LinearSSLClassifier, hinge_costs, init_blocks
 
 
 class SupervisedMFN(LinearSSLClassifier):
@@ -25,6 +26,8 @@ class SupervisedMFN(LinearSSLClassifier):
         self.unlabeled = unlabeled
         self.client = client
         self.n_blocks = n_blocks
+
+    _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS])
 
     def _fit_binary(self, blocks, y, costs, w0, token):
         init_blocks(blocks, token, self._row_arrays(y, costs))

@@ -33,20 +33,16 @@ import scipy.linalg
 from ..graph.data_graph import DataGraph
 from ..graph.knn import check_knn_params
 from ..graph.laplacian import LaplacianOperator
-from ..graph.partition import check_partition
-from ..graph.weights import Graph, check_graph_params, knn_graph
+from ..graph.weights import Graph, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
+from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
+from ._graph_params import check_graph_combination
 from ._graph_weight import cv_gamma_I, loo_gamma_I
 from ._input import as_input, n_rows_of
 from ._pickle import PicklesWithoutGraph
-from .base import GRAM_MAX_FEATURES, LinearSSLClassifier, check_positive
+from .base import GRAM_MAX_FEATURES, LINEAR_SOLVERS, LinearSSLClassifier
 from .l2svm import hinge_costs, init_blocks
-
-
-def _check_int(name, value):
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def _fingerprint(product, R) -> dict:
@@ -94,21 +90,13 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.random_state = random_state
         self.checkpoint = checkpoint
 
+    _parameter_constraints = constraints(
+        __init__, gamma_I=[NON_NEGATIVE, AUTO], solver=[LINEAR_SOLVERS],
+        kernel=[KERNELS, callable, None])
+
     def _check_params(self) -> None:
-        check_positive("gamma_A", self.gamma_A)
-        if not (isinstance(self.gamma_I, str) and self.gamma_I == "auto"):
-            check_positive("gamma_I", self.gamma_I, allow_zero=True)
-        check_positive("tol", self.tol)
-        check_positive("search_epsilon", self.search_epsilon, allow_zero=True)
-        _check_int("max_iter", self.max_iter)
-        _check_int("p", self.p)
-        check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
-        check_partition(self.partition)
-        if self.solver not in ("auto", "gram", "cg"):
-            raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
-        self._check_feature_map()
-        if self.checkpoint is not None and not isinstance(self.checkpoint, str):
-            raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
+        super()._check_params()
+        check_graph_combination(self)
 
     def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
             resume=False):

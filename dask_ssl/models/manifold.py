@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from scipy.linalg import lu_factor, lu_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.svm import SVC
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
@@ -38,13 +39,13 @@ from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import check_knn_params
 from ..graph.weights import Graph, knn_graph
 from ..kernels.base import check_kernel, kernel_matrix
-from ..kernels.deformed import GRAPH_NORMALIZATIONS, graph_term_weight
-from ..kernels.nystrom import NystromFeatures
+from ..kernels.deformed import graph_term_weight
 from ..linalg import RowBlocks
 from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
-from ._graph_params import check_graph_hyperparameters, check_number
+from ._constraints import AUTO, COUNT, constraints, validate
+from ._graph_params import check_graph_combination
 from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
                      to_blocks)
 from ._nystrom_manifold import fit_nystrom
@@ -56,6 +57,9 @@ SOLVERS = ("auto", "direct", "primal")
 DIRECT_MAX_ROWS = 5000
 #: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
 AUTO_GRAPHS = ((10, 1), (50, 5))
+#: Where LapRLS / LapSVM widen the shared constraints: "auto" graphs, the exact expansion.
+_OVERRIDES = dict(n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO], n_components=[COUNT, None],
+                  solver=[StrOptions(set(SOLVERS))])
 
 
 def _gather_rows(X):
@@ -118,23 +122,16 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         return tags
 
     # checks ------------------------------------------------------------------------------
+    _parameter_constraints = constraints(__init__, **_OVERRIDES)
+
     def _check_params(self) -> None:
-        check_number("gamma_A", self.gamma_A)
-        check_number("gamma_I", self.gamma_I, strict=False)
-        check_number("tol", self.tol)
-        check_number("max_iter", self.max_iter, integer=True)
+        """Every hyperparameter against its declared constraint, then what the constraints
+        cannot say (the kernel's parameters, graph settings and solver choices together). Runs
+        first in ``fit``, before any work."""
+        validate(self)
         check_kernel(self.kernel, self.kernel_params)
-        check_graph_hyperparameters(self, auto=("n_neighbors", "p"))
-        if self.graph_normalization not in GRAPH_NORMALIZATIONS:
-            raise ValueError(f"graph_normalization must be one of {GRAPH_NORMALIZATIONS}, "
-                             f"got {self.graph_normalization!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self._loss() not in self._LOSSES:
-            raise ValueError(f"loss must be one of {self._LOSSES}, got {self._loss()!r}")
+        check_graph_combination(self)
         if self.n_components is not None:
-            NystromFeatures(kernel=self.kernel, kernel_params=self.kernel_params,
-                            n_components=self.n_components, landmarks=self.landmarks).check_params()
             if self._loss() == "hinge":
                 raise ValueError("n_components fits the squared hinge in Nystrom feature space; "
                                  "the hinge loss needs the exact expansion (n_components=None)")
@@ -621,6 +618,8 @@ class LapSVM(_ManifoldClassifier):
                          landmarks=landmarks, unlabeled=unlabeled, client=client,
                          n_blocks=n_blocks, random_state=random_state)
         self.loss = loss
+
+    _parameter_constraints = constraints(__init__, **_OVERRIDES, loss=[StrOptions(set(_LOSSES))])
 
     def _loss(self) -> str:
         return self.loss

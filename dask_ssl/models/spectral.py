@@ -7,19 +7,23 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 
 from ..kernels import check_kernel, kernel_matrix
-from ._graph_kernel import check_graph_settings, graph_laplacian
+from ._constraints import POSITIVE, constraints, validate
+from ._graph_kernel import graph_laplacian
+from ._graph_params import check_graph_combination
 from ._input import encode_labels
-from ._kernel_s3vm import check_count, dense_rows, expansion_scores
-from .base import OneVsRestLabels, check_positive
+from ._kernel_s3vm import dense_rows, expansion_scores
+from .base import OneVsRestLabels
 
 
 class _KernelGraphModel(BaseEstimator):
     """Kernel expansion over the training rows, with a kNN-graph Laplacian built at fit."""
 
-    def _check_kernel_graph(self):
-        check_positive("gamma_A", self.gamma_A)
+    def _check_params(self):
+        """Every hyperparameter against its declared constraint, then the kernel's own
+        parameters and the graph settings together. Runs first in ``fit``."""
+        validate(self)
         check_kernel(self.kernel, self.kernel_params)
-        check_graph_settings(self)
+        check_graph_combination(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -92,17 +96,16 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
         self.n_blocks = n_blocks
         self.random_state = random_state
 
+    _parameter_constraints = constraints(__init__, gamma_I=[POSITIVE])
+
     def fit(self, X, y=None, *, graph=None):
         """Cluster the rows of X (``y`` is ignored); ``graph`` reuses a graph built on them."""
-        self._check_kernel_graph()
-        check_positive("gamma_I", self.gamma_I)
-        check_positive("eig_tol", self.eig_tol)
-        check_count("n_components", self.n_components)
+        self._check_params()
         X = dense_rows(X)
         if self.n_components > X.shape[0] - 2:
             raise ValueError(f"n_components={self.n_components} must be at most n - 2 = "
                              f"{X.shape[0] - 2} (n_samples={X.shape[0]})")
-        check_graph_settings(self, X.shape[0])
+        check_graph_combination(self, X.shape[0])
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         M = graph_laplacian(self, X, graph)
         s, U = scipy.linalg.eigh(K)
@@ -182,10 +185,10 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         self.n_blocks = n_blocks
         self.random_state = random_state
 
+    _parameter_constraints = constraints(__init__)
+
     def fit(self, X, y):
-        self._check_kernel_graph()
-        check_positive("gamma_I_pos", self.gamma_I_pos, allow_zero=True)
-        check_positive("gamma_I_neg", self.gamma_I_neg, allow_zero=True)
+        self._check_params()
         if y is None:
             raise ValueError("ClassDependentLapRLS requires y to be passed, but the target y "
                              "is None")
@@ -194,7 +197,7 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         targets = [1] if classes.size == 2 else list(range(classes.size))
         for cls in targets:
             for side in (codes == cls, codes != cls):
-                check_graph_settings(self, int(side.sum()))
+                check_graph_combination(self, int(side.sum()))
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         n = X.shape[0]
         alphas = []

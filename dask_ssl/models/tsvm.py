@@ -8,9 +8,10 @@ import numpy as np
 
 from ..linalg import workerstate
 from ..linalg.mfn import final_outputs
-from ._s3vm import (check_s3vm_params, positive_fraction, s3vm_arrays, tsvm_objective,
-                    tsvm_objective_parts, ws_unlabeled_outputs)
-from .base import LinearSSLClassifier
+from ._constraints import KERNELS, constraints
+from ._s3vm import (positive_fraction, s3vm_arrays, tsvm_objective, tsvm_objective_parts,
+                    ws_unlabeled_outputs)
+from .base import LINEAR_SOLVERS, LinearSSLClassifier
 from .l2svm import init_blocks
 
 #: svmlin's starting gamma' and its growth factor per stage (thesis 6.3.1).
@@ -234,12 +235,8 @@ class TSVM(LinearSSLClassifier):
         self.landmarks = landmarks
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_s3vm_params(self)
-        if self.max_switches is not None and not (
-                isinstance(self.max_switches, (int, np.integer)) and self.max_switches >= 1):
-            raise ValueError(f"max_switches must be an integer >= 1 or None, got {self.max_switches!r}")
+    _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS],
+                                         kernel=[KERNELS, callable, None])
 
     def _fit_binary(self, blocks, y, costs, w0, token):
         r = positive_fraction(self, y)

@@ -2,32 +2,13 @@
 
 Each estimator's ``params`` mapping accepts exactly its keyword arguments (less ``client`` and
 ``unlabeled``, which the runner sets), so a misspelt hyperparameter is an error that names it
-instead of a default silently used.
+instead of a default silently used. Their values are checked by the estimator's own declared
+constraints (``_parameter_constraints``), not declared a second time here.
 """
 
 from __future__ import annotations
 
 import inspect
-
-#: Value constraints of hyperparameters shared across estimators (one name, one meaning).
-PARAM_SCHEMAS = {
-    "gamma_A": {"type": "number", "exclusiveMinimum": 0},
-    "gamma_u": {"type": "number", "exclusiveMinimum": 0},
-    "tol": {"type": "number", "exclusiveMinimum": 0},
-    "max_iter": {"type": "integer", "minimum": 1},
-    "max_switches": {"type": ["integer", "null"], "minimum": 1},
-    "max_inner": {"type": "integer", "minimum": 1},
-    "pos_fraction": {"type": ["number", "null"], "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-    "verbose": {"type": "boolean"},
-    "initial_temperature": {"type": "number", "exclusiveMinimum": 0},
-    "anneal_factor": {"type": "number", "exclusiveMinimum": 1},
-    "anneal_tol": {"type": "number", "exclusiveMinimum": 0},
-    "max_stages": {"type": "integer", "minimum": 1},
-    "fit_intercept": {"type": "boolean"},
-    "solver": {"type": "string"},
-    "n_blocks": {"type": "integer", "minimum": 1},
-    "checkpoint": {"type": ["string", "null"]},
-}
 
 #: Keyword arguments the runner owns: the cluster, and the marker of unlabeled rows it writes.
 RUNNER_PARAMS = ("client", "unlabeled")
@@ -92,7 +73,8 @@ def _data_schema(generators: dict) -> dict:
 def _estimator_schema(estimators: dict) -> dict:
     branches = []
     for name, cls in estimators.items():
-        params = {p: PARAM_SCHEMAS.get(p, {}) for p in keyword_params(cls.__init__)}
+        # each value is checked by the estimator's own declared constraints
+        params = {p: {} for p in keyword_params(cls.__init__)}
         branches.append({"if": {"properties": {"name": {"const": name}}},
                          "then": {"properties": {"params": {
                              "type": "object", "properties": params,

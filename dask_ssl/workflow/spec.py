@@ -231,7 +231,9 @@ def _semantic_problems(data: dict, estimators: dict) -> list:
         cls(**params)._check_params()
     except ValueError as exc:
         text = str(exc)
-        named = [p for p in params if text.startswith(p)]
+        # the estimator's checks start with the parameter's name, or (its declared
+        # constraints) say "The 'name' parameter of ..."
+        named = [p for p in params if text.startswith(p) or f"'{p}' parameter" in text]
         problems.append((("estimator", "params", named[0]) if named else ("estimator", "params"),
                          text))
     if "graph" in data and "graph" not in inspect.signature(cls.fit).parameters:
