@@ -14,16 +14,6 @@ from ..linalg import workerstate
 from ..linalg.mfn import final_outputs
 
 
-def check_s3vm_params(est) -> None:
-    """The checks TSVM and DAS3VM share: gamma_u >= 0 and pos_fraction in (0, 1) or None."""
-    from .base import check_positive
-
-    check_positive("gamma_u", est.gamma_u, allow_zero=True)
-    r = est.pos_fraction
-    if r is not None and not (isinstance(r, (int, float, np.floating)) and 0.0 < r < 1.0):
-        raise ValueError(f"pos_fraction must be in (0, 1), got {r!r}")
-
-
 def positive_fraction(est, y: np.ndarray) -> float:
     """r: the estimator's ``pos_fraction``, else the positive share of the labeled rows."""
     r = est.pos_fraction if est.pos_fraction is not None else float(np.mean(y[y != 0] > 0))

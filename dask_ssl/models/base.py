@@ -28,14 +28,6 @@ GRAM_MAX_FEATURES = 1000
 LINEAR_SOLVERS = StrOptions({"auto", "gram", "cg"})
 
 
-def check_positive(name: str, value, *, allow_zero: bool = False) -> None:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value) and (
-        value >= 0 if allow_zero else value > 0)
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
-
-
 class OneVsRestLabels:
     """Labels from one-vs-rest scores: the sign for two classes, else the best class."""
 
