@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 from sklearn.base import BaseEstimator
@@ -156,3 +157,9 @@ def test_every_parameter_is_checked_before_any_work(cls):
     # InvalidParameterError naming the parameter for a value of a wrong type or outside its
     # declared values (the data is never looked at: no client is needed for these fits)
     check_param_validation(cls.__name__, cls())
+
+
+def test_readme_lists_the_vocabulary():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    listed = dict(re.findall(r"^\| `(\w+)` \| (.+) \|$", readme, flags=re.M))
+    assert listed == VOCABULARY
