@@ -42,7 +42,7 @@ def test_quickstart_end_to_end(client, tmp_path, capsys):
     assert report["metrics"]["error"] < 0.2
     assert 0.8 < report["metrics"]["prbep"] <= 1
     assert sum(row["support"] for row in report["metrics"]["per_class"]) == 200
-    assert report["history"] and {"read", "fit", "evaluate"} <= set(report["timings"])
+    assert report["history"] and {"read", "fit", "scores"} <= set(report["timings"])
     assert report["versions"]["dask-ssl"] and report["parameters"]["name"] == "quickstart"
     for name in ("history.png", "dask-performance.html", "predictions-test.txt"):
         assert (run_dir / name).stat().st_size > 0, name
