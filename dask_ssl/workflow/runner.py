@@ -71,9 +71,10 @@ class Run(Steps):
         super().__init__(doc, client, Progress(stream, on_change=self.state.progress),
                          resume=resume)
         self.warm_start = warm_start
-        self.steps = self.state.read().get("steps", []) if resume else []
+        state = self.state.read()
+        self.steps = state.get("steps", []) if resume else []
         self.store = store_for(doc)
-        self.date = dt.date.fromisoformat(self.state.read()["date"])
+        self.date = dt.date.fromisoformat(state["date"])
 
     def execute(self) -> dict:
         t0 = time.perf_counter()
@@ -177,8 +178,10 @@ class Run(Steps):
         which = self.doc["outputs"]["predictions"]
         if which == "test":
             scores = scores_of(est, final["test"]) if final["test"] is not None else []
+        elif final["test"] is None:  # no held-out rows: every row was a training row
+            scores = final["train_scores"]
         else:
-            scores = final["train_scores"] if final["test"] is None else scores_of(est, data.blocks)
+            scores = scores_of(est, data.blocks)
         write_outputs(str(self.run_dir / f"predictions-{which}.txt"), scores)
 
     def _report(self, data, results, decision, seconds) -> dict:

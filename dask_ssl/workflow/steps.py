@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..linalg import RowBlocks
 from . import metrics as metrics_mod
 from . import sources, split as split_mod
 from .estimators import build_estimator
@@ -19,10 +20,9 @@ from .estimators import build_estimator
 
 @dataclass
 class Data:
-    """The rows as read, their labels (0 = unlabeled), and the split of each swept setting."""
+    """The rows as read (labels on the workers, 0 = unlabeled), the split of each setting."""
 
-    blocks: object
-    y: np.ndarray
+    blocks: RowBlocks
     encoding: dict | None
     path: str | None
     splits: list
@@ -94,7 +94,7 @@ class Steps:
             splits = [(setting, split_mod.choose(y, test_fraction=sp["test_fraction"],
                                                  seed=sp["seed"], **{setting[0]: setting[1]}))
                       for setting in sweep_values(sp)]
-        return Data(blocks, y, encoding, path, splits)
+        return Data(blocks, encoding, path, splits)
 
     def fit_all(self, data: Data, *, coef_init=None) -> list[dict]:
         """Fit and score each setting of the sweep; one result per setting, the last kept whole.
