@@ -45,7 +45,7 @@ SVMLIN_BUILD = SHARED.parent / "peers" / "svmlin" / "build.sh"
 def make_data(args, work: Path) -> dict:
     """Write (once) the svmlight file, svmlin's example and label files; return their paths
     and the labels (truth, and the training labels with the hidden ones 0)."""
-    from dask_ssl.workflow.fit import hide_labels
+    from dask_ssl.workflow.split import choose
 
     name = (f"kdd99-x{args.replicate}-{args.rows or 'all'}" if args.data == "kdd99"
             else f"rcv1-{args.rows or 804414}")
@@ -71,7 +71,8 @@ def make_data(args, work: Path) -> dict:
         print(f"wrote {svm} ({svm.stat().st_size / 1e6:.0f} MB, {X.shape[0]} x {X.shape[1]}) "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
     y = np.load(truth_file)
-    train = hide_labels(y, args.labels, args.seed)
+    # the split `fit --labeled N --seed S` makes
+    train = choose(y, test_fraction=0, seed=args.seed, labeled=args.labels).train_labels()
     labels = work / f"{name}.labels-{args.labels}-{args.seed}"
     np.savetxt(labels, train, fmt="%+d")
     hidden = (train == 0) & (y != 0)

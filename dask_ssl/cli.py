@@ -11,8 +11,9 @@ import time
 
 from . import __version__
 from .cluster import close_owned
-from .workflow.fit import ALGORITHMS, cmd_fit, job_arguments, process_start, read_data
+from .workflow.fit import ALGORITHMS, cmd_fit, job_arguments, process_start
 from .workflow.outputs import write_outputs
+from .workflow.sources import FILE_FORMATS, file_section, load
 from .workflow.session import CLIError, cluster_args, connect
 
 
@@ -55,8 +56,9 @@ def cmd_predict(args) -> int:
 
     model = load_model(args.model)
     client = connect(args)
-    blocks, _ = read_data(args.data, args.format, client, n_features=model.n_features_in_,
-                          encoding=model.model_document_.get("kdd99_encoding"))
+    blocks, _ = load(file_section(args.data, args.format), args.data, client,
+                     n_features=model.n_features_in_,
+                     encoding=model.model_document_.get("kdd99_encoding"))
     write_outputs(args.outputs, model.decision_function(blocks))
     return 0
 
@@ -69,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = sub.add_parser("fit", help="train a model on a data file")
     fit.add_argument("--data", required=True, help="svmlight file (label 0 = unlabeled), glob or URL")
-    fit.add_argument("--format", choices=["auto", "svmlight", "kdd99"], default="auto")
+    fit.add_argument("--format", choices=FILE_FORMATS, default="auto")
     fit.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="svm")
     fit.add_argument("--gamma", type=float, dest="old_gamma", help=argparse.SUPPRESS)
     fit.add_argument("--gamma-u", type=float, help="unlabeled loss weight gamma' (svmlin -U)")
@@ -115,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     pred = sub.add_parser("predict", help="decision values of a saved model on a data file")
     pred.add_argument("--model", required=True, metavar="DIR")
     pred.add_argument("--data", required=True)
-    pred.add_argument("--format", choices=["auto", "svmlight", "kdd99"], default="auto")
+    pred.add_argument("--format", choices=FILE_FORMATS, default="auto")
     pred.add_argument("--outputs", required=True, metavar="FILE")
     cluster_args(pred)
     pred.set_defaults(func=cmd_predict)

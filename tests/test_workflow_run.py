@@ -42,7 +42,7 @@ def test_quickstart_end_to_end(client, tmp_path, capsys):
     assert report["metrics"]["error"] < 0.2
     assert 0.8 < report["metrics"]["prbep"] <= 1
     assert sum(row["support"] for row in report["metrics"]["per_class"]) == 200
-    assert report["history"] and {"read", "fit", "evaluate"} <= set(report["timings"])
+    assert report["history"] and {"read", "fit", "scores"} <= set(report["timings"])
     assert report["versions"]["dask-ssl"] and report["parameters"]["name"] == "quickstart"
     for name in ("history.png", "dask-performance.html", "predictions-test.txt"):
         assert (run_dir / name).stat().st_size > 0, name
@@ -160,3 +160,24 @@ def test_kernel_s3vm_workflow_as_shipped_and_with_branch_and_bound(client, tmp_p
     assert report["metrics"]["objective"] == model.objective_ > 0
     # the search's progress (lower bound against nodes evaluated) is plotted like DA's stages
     assert (Path(report["run_dir"]) / "history.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_run_without_held_out_rows_promotes_only_into_an_empty_store(client, tmp_path):
+    """``test_fraction: 0`` (the split of ``dask-ssl fit``): every labeled row trains, the
+    metrics are those of the training rows, and with nothing held out to compare on, a second
+    model is stored but not promoted over the first."""
+    wf = load_workflow(ROOT / "workflows" / "supervised.yaml",
+                       ["data.params.n=400", "split.labeled_per_class=10",
+                        "split.test_fraction=0", f"outputs.runs={tmp_path / 'runs'}",
+                        f"outputs.model_store={tmp_path / 'models'}",
+                        "outputs.performance_report=false", "outputs.plots=false",
+                        "evaluation.metrics=[train_error_labeled, error_unlabeled, error]"])
+    first = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    assert first["split"]["n_test"] == 0 and first["split"]["n_train"] == 400
+    assert set(first["metrics"]) == {"train_error_labeled", "error_unlabeled"}
+    assert first["model"]["promoted"] and first["model"]["reason"] == "no current model"
+    assert (Path(first["run_dir"]) / "predictions-test.txt").read_text() == ""
+    second = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    assert not second["model"]["promoted"]
+    assert "no held-out rows" in second["model"]["reason"]
+    assert store_for(wf.doc).current() == first["model"]["version"]

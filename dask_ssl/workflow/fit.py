@@ -1,4 +1,11 @@
-"""``dask-ssl fit``: read a file, train, write the model directory and outputs, timing each phase.
+"""``dask-ssl fit``: a one-step workflow made of the flags, timing each phase.
+
+The flags become a workflow document (:func:`fit_workflow`: the ``--data`` file, the estimator
+and its parameters, the ``--labeled`` / ``--seed`` split with no held-out rows) that runs
+through the same steps as ``dask-ssl run`` (:class:`~dask_ssl.workflow.steps.Steps`: one
+reader, one estimator builder, one split). Only the outputs differ: the model directory
+``--model-out`` and the ``--outputs`` file, where a run has its run directory, model store and
+report.
 
 The phases are reported on standard error as they end, and in ``model.json`` as ``phases``
 (seconds per phase) and ``wall_seconds``:
@@ -12,8 +19,8 @@ The phases are reported on standard error as they end, and in ``model.json`` as 
 ``read``
     Parsing the data on the workers, gathering the labels, choosing ``--labeled``.
 ``fit``
-    The estimator's ``fit`` (its round trips are printed beside it and kept in ``round_trips``;
-    the bytes of their arguments and results in ``bytes_moved``).
+    The estimator's ``fit`` (its round trips are printed beside it and kept in ``round_trips``,
+    counted from the read on; the bytes of their arguments and results in ``bytes_moved``).
 ``scores``
     The decision values of every row and the training metrics.
 ``write``
@@ -34,8 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
+from . import sources
+from .estimators import build_estimator, section_of
 from .progress import Progress
 from .session import CLIError, connect
+from .steps import Steps, scalars
 
 ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
               "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
@@ -78,29 +88,6 @@ def process_start() -> float:
         return psutil.Process().create_time()
 
 
-def read_data(path: str, fmt: str, client, n_features=None, encoding=None):
-    """Read a training or prediction file into row blocks with labels (0 = unlabeled).
-
-    Returns ``(blocks, encoding)``: for KDD99 CSV the column encoding (categories, maxima) that
-    a prediction file must be read with, as a dict for ``model.json``; None for svmlight.
-    """
-    from ..data.svmlight import read_svmlight
-
-    if fmt == "auto":
-        fmt = "kdd99" if "kddcup" in Path(path).name else "svmlight"
-    if fmt == "svmlight":
-        # Parsed blocks are cached (see dask_ssl.data.blockcache): a second command on an
-        # unchanged file skips parsing.
-        return read_svmlight(path, client=client, n_features=n_features, cache=True), None
-    if fmt == "kdd99":
-        from ..data.kdd99 import KDD99Encoding, read_kdd99
-
-        given = None if encoding is None else KDD99Encoding.from_dict(encoding)
-        blocks, enc = read_kdd99(path, client=client, encoding=given, return_encoding=True)
-        return blocks, enc.to_dict()
-    raise CLIError(f"unknown data format {fmt!r}")
-
-
 def make_estimator(args):
     """The estimator the flags describe, its parameters checked before any data is read."""
     from .. import models
@@ -109,7 +96,7 @@ def make_estimator(args):
         raise CLIError("--gamma was renamed --gamma-A (the ambient-norm weight, svmlin -W)")
     cls = getattr(models, ALGORITHMS[args.algorithm])
     accepted = cls().get_params()
-    params = {"unlabeled": 0}
+    params = {}
     for flag in ESTIMATOR_FLAGS:
         value = getattr(args, flag, None)
         if value is None:
@@ -123,20 +110,55 @@ def make_estimator(args):
                            f"kernel: give --kernel with --algorithm {args.algorithm}")
     if "verbose" in accepted:
         params["verbose"] = sys.stderr.isatty() or args.verbose
-    est = cls(**params)
+    est = build_estimator(cls.__name__, params)
     est._check_params()
     return est
 
 
-def hide_labels(y: np.ndarray, n_labeled: int, seed: int) -> np.ndarray:
-    """The labels ``y`` with all but a stratified ``n_labeled`` of them set to 0 (unlabeled)."""
-    from ..data.splits import stratified_split
+#: The metrics of ``fit``: measured on the training rows, since it holds none out.
+FIT_METRICS = ["train_error_labeled", "error_unlabeled"]
 
-    known = np.flatnonzero(y != 0)
-    split = stratified_split(y[known], n_labeled=n_labeled, seed=seed)
-    out = np.zeros_like(y)
-    out[known[split.labeled]] = y[known[split.labeled]]
-    return out
+
+def fit_workflow(args, est) -> dict:
+    """The one-step workflow ``fit`` runs: the ``--data`` file, the checked estimator ``est``
+    and the ``--labeled`` / ``--seed`` split with no held-out rows.
+
+    Its ``outputs`` are those of ``fit`` (the model directory and the outputs file), not a
+    run's; a workflow file with the same ``data``, ``split``, ``estimator`` and ``evaluation``
+    sections trains the same model under ``dask-ssl run``.
+    """
+    return {"name": "fit",
+            "data": sources.file_section(args.data, args.format),
+            "split": {"labeled": args.labeled or "all", "test_fraction": 0, "seed": args.seed},
+            "estimator": section_of(est),
+            "evaluation": {"metrics": list(FIT_METRICS)},
+            "outputs": {"model_out": args.model_out, "outputs": args.outputs}}
+
+
+class FitSteps(Steps):
+    """The steps of a workflow, with ``fit``'s outputs: ``--outputs`` and ``--model-out``."""
+
+    def write(self, data, final: dict, started: float) -> None:
+        """Write the outputs file and the model directory, as phase ``write``.
+
+        The model directory is written last, so its figures cover everything before it; each
+        phase is timed on its own, the wall from ``started``, so gaps between them would show.
+        """
+        from ..models.artifact import save_model
+        from .outputs import write_outputs
+
+        out = self.doc["outputs"]
+        progress = self.progress
+        progress.say("  write ...")
+        t_write = time.perf_counter()
+        if out["outputs"]:
+            write_outputs(out["outputs"], final["train_scores"])
+        metrics, extra = self.model_fields(data, final)
+        progress.timings["write"] = time.perf_counter() - t_write
+        extra["wall_seconds"] = round(time.time() - started, 4)
+        extra["phases"] = {k: round(v, 4) for k, v in progress.timings.items()}
+        save_model(final["estimator"], out["model_out"], metrics=metrics, extra=extra)
+        progress.say(f"  write: done in {time.perf_counter() - t_write:.1f} s")
 
 
 def cmd_fit(args, *, resume: bool = False) -> int:
@@ -157,10 +179,10 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     # and the data read (the command's worker threads share them), not on their first call
     # inside the fit.
     load_in_background(PRELOADED_KERNELS)
-    from ..models.artifact import save_model
-    from .outputs import write_outputs
+    from ..models import artifact  # noqa: F401
 
     est = make_estimator(args)
+    doc = fit_workflow(args, est)
     if args.checkpoint and not resume:
         ckpt = Path(args.checkpoint)
         ckpt.mkdir(parents=True, exist_ok=True)
@@ -169,37 +191,12 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     progress.say(f"  imports: done in {progress.timings['imports']:.1f} s")
     with progress.phase("cluster"):
         client = connect(args)
-    est.client = client
-    with progress.phase("read"):
-        blocks, encoding = read_data(args.data, args.format, client)
-        truth = blocks.gather_labels()
-        y = hide_labels(truth, args.labeled, args.seed) if args.labeled else truth
-    with progress.phase("fit", counter=lambda: blocks.round_trips, unit="round trips"):
-        est.fit(blocks, y, resume=resume)
-    est.client = None
-    with progress.phase("scores"):
-        mask = y != 0
-        scores = est.decision_function(blocks)
-        predicted = est._labels_from_scores(scores)
-        metrics = {"train_error_labeled": float(np.mean(predicted[mask] != truth[mask]))}
-        hidden = ~mask & (truth != 0)
-        if hidden.any():
-            metrics["error_unlabeled"] = float(np.mean(predicted[hidden] != truth[hidden]))
-    progress.say("  write ...")
-    t_write = time.perf_counter()
-    if args.outputs:
-        write_outputs(args.outputs, scores)
-    extra = {"data": str(args.data), "round_trips": int(blocks.round_trips),
-             "bytes_moved": int(blocks.bytes_moved)}
-    if encoding is not None:
-        extra["kdd99_encoding"] = encoding
-    # The model directory is written last, so its figures cover everything before it; each
-    # phase is timed on its own, the wall from the start, so gaps between them would show.
-    progress.timings["write"] = time.perf_counter() - t_write
-    extra["wall_seconds"] = round(time.time() - started, 4)
-    extra["phases"] = {k: round(v, 4) for k, v in progress.timings.items()}
-    save_model(est, args.model_out, metrics=metrics, extra=extra)
-    progress.say(f"  write: done in {time.perf_counter() - t_write:.1f} s")
+    steps = FitSteps(doc, client, progress, resume=resume)
+    with client.as_current():
+        data = steps.read()
+        (final,) = steps.fit_all(data)
+    steps.write(data, final, started)
+    est, metrics = final["estimator"], scalars(final["metrics"])
     objective = est.objective_
     text = f"{objective:.10g}" if np.ndim(objective) == 0 else str(np.round(objective, 10))
     print(f"dask-ssl: {type(est).__name__} objective {text} in {est.fit_seconds_:.2f} s; "

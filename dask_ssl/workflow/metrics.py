@@ -38,32 +38,40 @@ def per_class(classes, y, predicted) -> list[dict]:
 
 
 def evaluate(estimator, test_scores, y_test, *, wanted, unlabeled_scores=None,
-             y_unlabeled=None) -> dict:
-    """Metrics of ``estimator`` from its decision values on held-out and unlabeled rows.
+             y_unlabeled=None, labeled_scores=None, y_labeled=None) -> dict:
+    """Metrics of ``estimator`` from its decision values on held-out and training rows.
 
     Parameters
     ----------
     estimator : fitted dask-ssl estimator
     test_scores, y_test : decision values and true labels of the held-out rows
+        Without held-out rows (``dask-ssl fit`` trains on every row) the metrics measured on
+        them (``error``, ``prbep``, ``per_class``) are left out.
     wanted : list of str
         Metric names (see :data:`dask_ssl.workflow.schema.METRICS`, plus ``per_class``).
     unlabeled_scores, y_unlabeled : optional
         Decision values and true labels of the unlabeled training rows (transductive error).
+    labeled_scores, y_labeled : optional
+        Decision values and labels of the labeled training rows (training error).
     """
     classes = estimator.classes_
     out = {}
-    predicted = estimator._labels_from_scores(test_scores)
-    if "error" in wanted:
+    held_out = len(y_test) > 0
+    predicted = estimator._labels_from_scores(test_scores) if held_out else None
+    if "train_error_labeled" in wanted and labeled_scores is not None and len(y_labeled):
+        out["train_error_labeled"] = float(np.mean(
+            estimator._labels_from_scores(labeled_scores) != y_labeled))
+    if "error" in wanted and held_out:
         out["error"] = float(np.mean(predicted != y_test))
     if "error_unlabeled" in wanted and unlabeled_scores is not None and len(y_unlabeled):
         out["error_unlabeled"] = float(np.mean(
             estimator._labels_from_scores(unlabeled_scores) != y_unlabeled))
-    if "prbep" in wanted:
+    if "prbep" in wanted and held_out:
         values = [prbep(pos, s) for _, pos, s in _one_vs_rest(classes, y_test, test_scores)]
         out["prbep"] = float(np.nanmean(values))
     if "objective" in wanted:
         out["objective"] = float(np.sum(estimator.objective_))
-    if "per_class" in wanted:
+    if "per_class" in wanted and held_out:
         out["per_class"] = per_class(classes, y_test, predicted)
     return out
 

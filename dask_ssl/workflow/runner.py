@@ -1,4 +1,5 @@
-"""Running a workflow: read, split, (graph), fit, evaluate, store and promote, report.
+"""Running a workflow: its steps (:mod:`.steps`: read, split, graph, fit, scores), then the
+outputs of a run: store and promote, predictions, report.
 
 A run lives in its own directory (``RUNS/NAME/RUN_ID``): the resolved workflow
 (``workflow.json``), ``state.json`` (see :mod:`.state`), the fitted model (``model/``, so a
@@ -12,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import gc
-import inspect
 import json
 import os
 import sys
@@ -21,17 +21,16 @@ import traceback
 import uuid
 from pathlib import Path
 
-import fsspec
 import numpy as np
 
 from ..linalg.workers import live_workers
 from ..models.artifact import load_model, save_model
 from . import metrics as metrics_mod
 from . import report as report_mod
-from . import sources, split as split_mod
 from .outputs import write_outputs
 from .progress import Progress
 from .state import RunState, now
+from .steps import Steps, scalars, scores_of
 from .store import ModelStore, compare
 
 
@@ -62,135 +61,70 @@ def read_run(run_dir) -> tuple[dict, dict]:
     return json.loads((run_dir / "workflow.json").read_text()), state
 
 
-def _sweep_values(split: dict) -> list[tuple[str, object]]:
-    key = "labeled_per_class" if "labeled_per_class" in split else "labeled"
-    values = split[key]
-    return [(key, v) for v in (sorted(values) if isinstance(values, list) else [values])]
-
-
-def _estimator(doc: dict, run_dir: Path, client):
-    from ..models import ESTIMATORS
-
-    params = dict(doc["estimator"]["params"])
-    if params.get("checkpoint"):
-        params["checkpoint"] = params["checkpoint"].replace("{run_dir}", str(run_dir))
-    cls = ESTIMATORS[doc["estimator"]["name"]]
-    # the kernel S3VMs gather their rows on the driver and take no client
-    if "client" in inspect.signature(cls).parameters:
-        params["client"] = client
-    return cls(**params, unlabeled=split_mod.UNLABELED)
-
-
-def _scores(est, blocks) -> np.ndarray:
-    return np.asarray(est.decision_function(blocks))
-
-
-class Run:
-    """One execution of a workflow in ``run_dir`` (see :func:`run_workflow`)."""
+class Run(Steps):
+    """One execution of a workflow in ``run_dir`` (see :func:`run_workflow`): the workflow's
+    steps, then its outputs (model store and promotion, predictions, report, state)."""
 
     def __init__(self, doc, run_dir, client, *, stream, warm_start: bool, resume: bool):
-        self.doc = doc
         self.run_dir = Path(run_dir)
-        self.client = client
         self.state = RunState(run_dir)
-        self.progress = Progress(stream, on_change=self.state.progress)
+        super().__init__(doc, client, Progress(stream, on_change=self.state.progress),
+                         resume=resume)
         self.warm_start = warm_start
-        self.resume = resume
-        self.steps = self.state.read().get("steps", []) if resume else []
+        state = self.state.read()
+        self.steps = state.get("steps", []) if resume else []
         self.store = store_for(doc)
+        self.date = dt.date.fromisoformat(state["date"])
 
     def execute(self) -> dict:
         t0 = time.perf_counter()
-        doc, out = self.doc, self.doc["outputs"]
-        state = self.state.read()
-        date = dt.date.fromisoformat(state["date"])
         self.state.update(status="running", started=now(), error=None)
         current = self._current_model()
-        with self.progress.phase("read"):
-            data = sources.load(doc["data"], _data_path(doc, date), self.client,
-                                n_features=current.n_features_in_ if current is not None else None)
-            y = data.gather_labels()
+        data = self.read(n_features=current.n_features_in_ if current is not None else None)
+        coef_init = current.coef_with_bias() if self.warm_start and current is not None else None
         with self._performance_report():
-            results = self._fit_all(data, y, current)
+            results = self.fit_all(data, coef_init=coef_init)
             final = results[-1]
             with self.progress.phase("compare"):
-                decision = self._decide(final, current)
-        if out["predictions"] != "none":
+                decision = self._decide(data, final, current)
+        if self.doc["outputs"]["predictions"] != "none":
             self._write_predictions(final, data)
-        report = self._report(data, results, decision, date, time.perf_counter() - t0)
+        report = self._report(data, results, decision, time.perf_counter() - t0)
         self.state.update(status="finished", finished=now(), phase=None, detail=None,
-                          result={"metrics": _scalars(final["metrics"]), **decision})
+                          result={"metrics": scalars(final["metrics"]), **decision})
         return report
 
-    # phases ------------------------------------------------------------------------------
+    # the steps, in a run directory ----------------------------------------------------------
+    def data_path(self) -> str | None:
+        return _data_path(self.doc, self.date)
+
+    def estimator_params(self) -> dict:
+        params = super().estimator_params()
+        if params.get("checkpoint"):
+            params["checkpoint"] = params["checkpoint"].replace("{run_dir}", str(self.run_dir))
+        return params
+
+    def fitted_before(self):
+        saved = self.run_dir / "model"
+        if self.resume and "fit" in self.steps and saved.is_dir():
+            return load_model(saved)
+        return None
+
+    def fitted(self, est) -> None:
+        # A resumed run need not fit again.
+        save_model(est, self.run_dir / "model", metrics={})
+        self.state.step_done("fit")
+
+    # outputs --------------------------------------------------------------------------------
     def _current_model(self):
         if self.store.current() is None:
             return None
         return self.store.load()
 
-    def _fit_all(self, data, y, current) -> list[dict]:
-        sp = self.doc["split"]
-        results = []
-        settings = _sweep_values(sp)
-        for k, (key, value) in enumerate(settings):
-            with self.progress.phase("split"):
-                split = split_mod.choose(y, test_fraction=sp["test_fraction"], seed=sp["seed"],
-                                         **{key: value})
-                train = split_mod.take(data, split.train)
-                test = split_mod.take(data, split.test)
-            est = self._fit(train, split.train_labels(), current, last=k == len(settings) - 1)
-            with self.progress.phase("evaluate"):
-                train_scores = _scores(est, train)
-                y_train = split.y[split.train]
-                # Transductive error: unlabeled training rows whose true label is known.
-                hidden = ~split.labeled[split.train] & (y_train != split_mod.UNLABELED)
-                m = metrics_mod.evaluate(
-                    est, _scores(est, test), split.y[split.test],
-                    wanted=self.doc["evaluation"]["metrics"] + [self._metric()],
-                    unlabeled_scores=train_scores[hidden], y_unlabeled=y_train[hidden])
-            last = k == len(settings) - 1
-            results.append({"setting": {key: value}, **split.counts(), "metrics": m,
-                            "estimator": est, "test": test if last else None,
-                            "y_test": split.y[split.test]})
-        return results
-
-    def _fit(self, train, y_train, current, *, last: bool):
-        saved = self.run_dir / "model"
-        if last and self.resume and "fit" in self.steps and saved.is_dir():
-            return load_model(saved)
-        est = _estimator(self.doc, self.run_dir, self.client)
-        fit_kw = {}
-        if self.warm_start and current is not None:
-            fit_kw["coef_init"] = current.coef_with_bias()
-        if "graph" in self.doc:
-            fit_kw["graph"] = self._graph(train)
-        checkpoint = getattr(est, "checkpoint", None)
-        if self.resume and checkpoint and fsspec.core.url_to_fs(checkpoint)[0].exists(checkpoint):
-            # An outer loop interrupted mid-way goes on from its last stage.
-            fit_kw["resume"] = True
-        with self.progress.phase("fit", counter=lambda: train.round_trips, unit="round trips"):
-            est.fit(train, y_train, **fit_kw)
-        est.client = None
-        if last:
-            save_model(est, saved, metrics={})
-            self.state.step_done("fit")
-        return est
-
-    def _graph(self, train):
-        """The weighted kNN graph of the training rows, for estimators whose fit takes one."""
-        from ..graph import build_graph, build_knn
-
-        g = self.doc["graph"]
-        with self.progress.phase("graph"):
-            neigh = build_knn(train, g.get("n_neighbors", 10), metric=g.get("metric", "euclidean"),
-                              random_state=g.get("random_state", 0))
-            return build_graph(neigh, weights=g.get("weights", "heat"),
-                               symmetrize=g.get("symmetrize", "max"))
-
     def _metric(self) -> str:
         return self.doc["evaluation"]["promote"]["metric"]
 
-    def _decide(self, final: dict, current) -> dict:
+    def _decide(self, data, final: dict, current) -> dict:
         """Store the candidate and promote it unless it is worse than the current model."""
         state = self.state.read()
         if "store" in state.get("steps", []):
@@ -198,20 +132,24 @@ class Run:
         metric = self._metric()
         tol = self.doc["evaluation"]["promote"]["tolerance"]
         est = final["estimator"]
-        candidate = final["metrics"][metric]
+        # None when there are no held-out rows to measure it on (test_fraction: 0)
+        candidate = final["metrics"].get(metric)
         current_value, previous = None, self.store.current()
         comparable = current is None or current.n_features_in_ == est.n_features_in_
-        if current is not None and comparable:
-            current_value = metrics_mod.evaluate(current, _scores(current, final["test"]),
+        if current is not None and comparable and candidate is not None:
+            current_value = metrics_mod.evaluate(current, scores_of(current, final["test"]),
                                                  final["y_test"], wanted=[metric])[metric]
-        version = self.store.add(est, metrics=_scalars(final["metrics"]), extra={
-            "workflow": self.doc["name"], "run_dir": str(self.run_dir),
-            "data": _data_path(self.doc, dt.date.fromisoformat(state["date"])),
+        metrics, extra = self.model_fields(data, final)
+        version = self.store.add(est, metrics=metrics, extra={
+            **extra, "workflow": self.doc["name"], "run_dir": str(self.run_dir),
             "warm_started_from": previous if self.warm_start and current is not None else None})
         if not comparable:
             ok, reason = False, (f"cannot compare: the current model {previous} has "
                                  f"{current.n_features_in_} features, this data "
                                  f"{est.n_features_in_}; promote by hand if intended")
+        elif candidate is None and current is not None:
+            ok, reason = False, (f"cannot compare: no held-out rows to measure {metric} on "
+                                 f"(split.test_fraction is 0); promote by hand if intended")
         else:
             ok, reason = compare(metric, candidate, current_value, tol)
         decision = {"version": version, "promoted": ok, "reason": reason, "metric": metric,
@@ -238,21 +176,26 @@ class Run:
     def _write_predictions(self, final: dict, data) -> None:
         est = final["estimator"]
         which = self.doc["outputs"]["predictions"]
-        scores = _scores(est, final["test"] if which == "test" else data)
+        if which == "test":
+            scores = scores_of(est, final["test"]) if final["test"] is not None else []
+        elif final["test"] is None:  # no held-out rows: every row was a training row
+            scores = final["train_scores"]
+        else:
+            scores = scores_of(est, data.blocks)
         write_outputs(str(self.run_dir / f"predictions-{which}.txt"), scores)
 
-    def _report(self, data, results, decision, date, seconds) -> dict:
+    def _report(self, data, results, decision, seconds) -> dict:
         final = results[-1]
         est = final["estimator"]
+        blocks = data.blocks
         rep = {
             "workflow": self.doc["name"], "run_dir": str(self.run_dir),
-            "run_id": self.run_dir.name, "date": date.isoformat(),
+            "run_id": self.run_dir.name, "date": self.date.isoformat(),
             "parameters": self.doc,
-            "data": {"path": _data_path(self.doc, date), "n_rows": data.n_rows,
-                     "n_features": data.n_features, "sparse": data.sparse,
-                     "n_blocks": data.n_blocks},
-            "split": {k: v for k, v in final.items()
-                      if k not in ("metrics", "estimator", "test", "y_test")},
+            "data": {"path": data.path, "n_rows": blocks.n_rows,
+                     "n_features": blocks.n_features, "sparse": blocks.sparse,
+                     "n_blocks": blocks.n_blocks},
+            "split": {"setting": final["setting"], **final["counts"]},
             "cluster": {"scheduler": self.client.scheduler.address,
                         "n_workers": len(live_workers(self.client))},
             "estimator": {"name": type(est).__name__, "objective": _jsonable(est.objective_),
@@ -260,8 +203,8 @@ class Run:
                           "fit_seconds": getattr(est, "fit_seconds_", None)},
             "metrics": final["metrics"],
             "history": est.history_,
-            "sweep": [{"setting": r["setting"], "n_labeled": r["n_labeled"],
-                       "metrics": _scalars(r["metrics"])} for r in results],
+            "sweep": [{"setting": r["setting"], "n_labeled": r["counts"]["n_labeled"],
+                       "metrics": scalars(r["metrics"])} for r in results],
             "model": {"store": str(self.store.root), **decision},
             "timings": {**{k: round(v, 4) for k, v in self.progress.timings.items()},
                         "total": round(seconds, 4)},
@@ -290,10 +233,6 @@ def _data_path(doc: dict, date: dt.date) -> str | None:
 
 def _jsonable(value):
     return value.tolist() if isinstance(value, np.ndarray) else value
-
-
-def _scalars(m: dict) -> dict:
-    return {k: v for k, v in m.items() if isinstance(v, float)}
 
 
 def run_workflow(doc: dict, run_dir, *, client=None, progress: bool = True,

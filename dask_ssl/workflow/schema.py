@@ -14,7 +14,8 @@ import inspect
 RUNNER_PARAMS = ("client", "unlabeled")
 
 #: Evaluation metrics, and whether a larger value is better (for promotion).
-METRICS = {"error": False, "error_unlabeled": False, "prbep": True, "objective": False}
+METRICS = {"error": False, "error_unlabeled": False, "prbep": True, "objective": False,
+           "train_error_labeled": False}
 
 _POSITIVE_INT = {"type": "integer", "minimum": 1}
 _STORAGE = {"type": "object"}
@@ -105,7 +106,7 @@ def workflow_schema(estimators: dict, generators: dict) -> dict:
                                            "minItems": 1}]},
                     "labeled_per_class": {"oneOf": [_POSITIVE_INT, {
                         "type": "array", "items": _POSITIVE_INT, "minItems": 1}]},
-                    "test_fraction": {"type": "number", "exclusiveMinimum": 0,
+                    "test_fraction": {"type": "number", "minimum": 0,
                                       "exclusiveMaximum": 1},
                     "seed": {"type": "integer", "minimum": 0},
                 },

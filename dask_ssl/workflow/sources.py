@@ -1,10 +1,19 @@
-"""From a workflow's ``data`` section to row blocks with labels on the workers."""
+"""From a workflow's ``data`` section to row blocks with labels on the workers.
+
+The one reader of every command: ``dask-ssl run`` reads its workflow's section, ``dask-ssl fit``
+and ``dask-ssl predict`` the section :func:`file_section` makes of their ``--data`` and
+``--format`` flags.
+"""
 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from ..linalg import RowBlocks
+
+#: ``--format`` of the commands that read one file: a reader by name, or chosen by the name.
+FILE_FORMATS = ("auto", "svmlight", "kdd99")
 
 
 def generators() -> dict:
@@ -16,7 +25,20 @@ def generators() -> dict:
             if not {"path", "paths"} & set(inspect.signature(d.loader).parameters)}
 
 
-def load(data: dict, path: str | None, client, *, n_features: int | None = None) -> RowBlocks:
+def file_section(path: str, fmt: str) -> dict:
+    """The ``data`` section of a file named on the command line (``--data``, ``--format``).
+
+    ``auto`` reads a file whose name holds ``kddcup`` as KDD99 CSV, any other as svmlight.
+    """
+    if fmt == "auto":
+        fmt = "kdd99" if "kddcup" in Path(path).name else "svmlight"
+    if fmt not in FILE_FORMATS:
+        raise ValueError(f"unknown data format {fmt!r}")
+    return {"source": fmt, "path": path}
+
+
+def load(data: dict, path: str | None, client, *, n_features: int | None = None,
+         encoding: dict | None = None) -> tuple[RowBlocks, dict | None]:
     """Read or generate the data a ``data`` section describes.
 
     Parameters
@@ -28,24 +50,39 @@ def load(data: dict, path: str | None, client, *, n_features: int | None = None)
     client : distributed.Client
     n_features : int, optional
         Columns to read svmlight files with (a retrain reads new files in its model's width,
-        whatever the largest index present in them).
+        whatever the largest index present in them; a prediction, in its model's).
+    encoding : dict, optional
+        The KDD99 column encoding (categories, maxima) a model was trained with, which a later
+        file must be read with to land in the same columns.
+
+    Returns
+    -------
+    blocks : RowBlocks
+        Rows and labels (0 = unlabeled) on the workers.
+    encoding : dict or None
+        For KDD99 CSV the encoding the rows were read with (for ``model.json``); else None.
     """
     source = data["source"]
     options = data.get("storage_options")
     if source == "svmlight":
         from ..data.svmlight import read_svmlight
 
+        # Parsed blocks are cached (see dask_ssl.data.blockcache): a second command on an
+        # unchanged file skips parsing.
         return read_svmlight(path, client=client, n_features=data.get("n_features") or n_features,
-                             n_blocks=data.get("n_blocks"), storage_options=options)
+                             n_blocks=data.get("n_blocks"), storage_options=options,
+                             cache=True), None
     if source == "kdd99":
-        from ..data.kdd99 import read_kdd99
+        from ..data.kdd99 import KDD99Encoding, read_kdd99
 
         keys = ("n_rows", "replicate", "jitter", "seed")
-        return read_kdd99(path, client=client, storage_options=options,
-                          **{k: data[k] for k in keys if k in data})
+        given = None if encoding is None else KDD99Encoding.from_dict(encoding)
+        blocks, used = read_kdd99(path, client=client, storage_options=options, encoding=given,
+                                  return_encoding=True, **{k: data[k] for k in keys if k in data})
+        return blocks, used.to_dict()
     if source == "mat":
-        return _mat(path, client, data.get("view", 0), data.get("positive_class"))
-    return generators()[data["name"]](client=client, **(data.get("params") or {}))
+        return _mat(path, client, data.get("view", 0), data.get("positive_class")), None
+    return generators()[data["name"]](client=client, **(data.get("params") or {})), None
 
 
 def _mat(path: str, client, view: int, positive_class) -> RowBlocks:

@@ -52,7 +52,8 @@ def choose(y, *, test_fraction: float, seed: int, labeled=None, labeled_per_clas
     y : array of shape (n,)
         Labels as read; 0 marks rows without a label.
     test_fraction : float
-        Fraction of each class's labeled rows held out for evaluation.
+        Fraction of each class's labeled rows held out for evaluation; 0 holds out none (the
+        split of ``dask-ssl fit``, which trains on every row).
     seed : int
     labeled : int or 'all', optional
         Labeled training rows in total, spread over the classes in proportion to their size
@@ -65,18 +66,24 @@ def choose(y, *, test_fraction: float, seed: int, labeled=None, labeled_per_clas
     y = np.asarray(y)
     known = np.flatnonzero(y != UNLABELED)
     y_known = y[known]
+    test = np.zeros(y.shape[0], dtype=bool)
+    lab = np.zeros(y.shape[0], dtype=bool)
+    every_label = labeled_per_class is None and labeled in (None, "all")
+    if every_label and test_fraction == 0:
+        # Nothing to choose: the estimator sees the file's labels as they are (and names the
+        # problem itself when they cannot be learned from: none, or a single class).
+        lab[known] = True
+        return Split(test=test, labeled=lab, y=y)
     if labeled_per_class is not None:
         counts = {"labels_per_class": labeled_per_class}
-    elif labeled is None or labeled == "all":
+    elif every_label:
         _, sizes = np.unique(y_known, return_counts=True)
         counts = {"n_labeled": max(1, int(sum(n - round(test_fraction * n) for n in sizes)))}
     else:
         counts = {"n_labeled": labeled}
     parts = stratified_split(y_known, test_fraction=test_fraction, seed=seed, **counts)
-    if len(parts.test) == 0:
+    if test_fraction > 0 and len(parts.test) == 0:
         raise ValueError(f"test_fraction={test_fraction} leaves no test rows; raise it")
-    test = np.zeros(y.shape[0], dtype=bool)
-    lab = np.zeros(y.shape[0], dtype=bool)
     test[known[parts.test]] = True
     lab[known[parts.labeled]] = True
     return Split(test=test, labeled=lab, y=y)
