@@ -31,12 +31,12 @@ import numpy as np
 import scipy.linalg
 
 from ..graph.data_graph import DataGraph
-from ..graph.knn import check_knn_params
 from ..graph.laplacian import LaplacianOperator
 from ..graph.partition import check_partition
-from ..graph.weights import Graph, check_graph_params, knn_graph
+from ..graph.weights import Graph, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
+from ._graph_params import check_graph_hyperparameters, clip_n_neighbors
 from ._graph_weight import cv_gamma_I, loo_gamma_I
 from ._input import as_input, n_rows_of
 from ._pickle import PicklesWithoutGraph
@@ -99,10 +99,9 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         if not (isinstance(self.gamma_I, str) and self.gamma_I == "auto"):
             check_positive("gamma_I", self.gamma_I, allow_zero=True)
         check_positive("tol", self.tol)
-        check_positive("search_epsilon", self.search_epsilon, allow_zero=True)
         _check_int("max_iter", self.max_iter)
-        _check_int("p", self.p)
-        check_graph_params(self.weights, self.symmetrize, self.t, self.metric)
+        # n_neighbors, p, search_epsilon, metric, weights, symmetrize, t: as every graph model
+        check_graph_hyperparameters(self)
         check_partition(self.partition)
         if self.solver not in ("auto", "gram", "cg"):
             raise ValueError(f"solver must be 'auto', 'gram' or 'cg', got {self.solver!r}")
@@ -121,22 +120,24 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
             Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
         graph : Graph, optional
             A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`).
+            Without it, the graph is built with ``n_neighbors``, at most n - 1 on n rows
+            (with a warning).
         sample_weight, coef_init, resume
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
         X = as_input(X)
         n_rows = n_rows_of(X)
-        if graph is None:
-            check_knn_params(n_rows, self.n_neighbors, self.metric)
-        elif graph.n_rows != n_rows:
+        if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         self._graph_in = graph
+        self._n_neighbors = None if graph is not None else clip_n_neighbors(self.n_neighbors,
+                                                                             n_rows)
         try:
             return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init,
                                resume=resume)
         finally:
-            self._graph_in = None
+            self._graph_in = self._n_neighbors = None
 
     def _gram_path(self, blocks) -> bool:
         return self.solver == "gram" or (self.solver == "auto"
@@ -179,7 +180,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         t0 = time.perf_counter()
         graph = self._graph_in
         if graph is None:
-            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric, weights=self.weights,
+            graph = knn_graph(blocks, self._n_neighbors, metric=self.metric, weights=self.weights,
                               t=self.t, symmetrize=self.symmetrize,
                               search_epsilon=self.search_epsilon, random_state=self.random_state)
         self.graph_seconds_ = time.perf_counter() - t0
