@@ -225,6 +225,13 @@ def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(clie
     assert m.graph_.to_scipy().nnz == 12 * 11  # complete
 
 
+def test_sample_weight_is_not_taken(client):
+    # a weight would mean a repeated row, which is another node of the graph (see fit)
+    X, y = problem(seed=6)
+    with pytest.raises(TypeError, match="sample_weight"):
+        LinearLapRLS(client=client).fit(X, y, sample_weight=np.ones(len(y)))
+
+
 def test_a_graph_on_other_rows_is_refused(client):
     X, y = problem(seed=7)
     g = LinearLapRLS(client=client).fit(X, y).graph_

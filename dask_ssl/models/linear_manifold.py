@@ -109,9 +109,16 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         if self.checkpoint is not None and not isinstance(self.checkpoint, str):
             raise ValueError(f"checkpoint must be a path or URL string, got {self.checkpoint!r}")
 
-    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
-            resume=False):
+    def fit(self, X, y=None, *, graph: Graph | None = None, coef_init=None, resume=False):
         """Build the kNN graph on the rows of ``X`` (unless ``graph`` is given) and fit.
+
+        There is no ``sample_weight``. In scikit-learn a weight of m means the row repeated m
+        times, and a repeated row here is m nodes of the kNN graph: its copies take each
+        other's neighbour slots and those of the rows around them, add edges of length 0 to
+        the heat width's mean and to the degrees of the normalized Laplacian, and a row of
+        weight 0 still shapes its neighbours' lists. No weight on the labeled loss equals
+        that, so the estimator does not claim one (as scikit-learn's own graph estimators,
+        ``LabelSpreading`` and ``KNeighborsClassifier``, take none).
 
         Parameters
         ----------
@@ -122,7 +129,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
             A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`).
             Without it, the graph is built with ``n_neighbors``, at most n - 1 on n rows
             (with a warning).
-        sample_weight, coef_init, resume
+        coef_init, resume
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
@@ -134,8 +141,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self._n_neighbors = None if graph is not None else clip_n_neighbors(self.n_neighbors,
                                                                              n_rows)
         try:
-            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init,
-                               resume=resume)
+            return super().fit(X, y, coef_init=coef_init, resume=resume)
         finally:
             self._graph_in = self._n_neighbors = None
 
