@@ -262,7 +262,7 @@ class LinearLapRLS(_LinearManifold):
     ----------
     coef_, intercept_, classes_, objective_, n_iter_
         ``objective_`` is the minimized objective above per class; ``n_iter_`` the CG
-        iterations (0 on the Gram path).
+        iterations (1 on the Gram path: one Cholesky solve).
     gamma_I_ : float
         The gamma_I used.
     gamma_I_selection_ : list of dict or None
@@ -300,7 +300,8 @@ class LinearLapRLS(_LinearManifold):
             A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
             AW = A @ W
-            n_iter, history = [0] * len(targets), [[] for _ in targets]
+            # one exact solve: one iteration (as LapRLS's direct solve counts it)
+            n_iter, history = [1] * len(targets), [[] for _ in targets]
         else:
             R = dg.rhs("c", "y")
             gamma_I = self._graph_weight()
