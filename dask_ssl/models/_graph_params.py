@@ -49,7 +49,7 @@ def clip_n_neighbors(n_neighbors: int, n_rows):
         if sizes.size == 1:
             what = f"the graph on {sizes[0]} rows uses n_neighbors={ks[0]}"
         else:
-            what = (f"the graphs on {sizes.tolist()} rows use n_neighbors={ks.tolist()}")
+            what = f"the graphs on {sizes.tolist()} rows use n_neighbors={ks.tolist()}"
         warnings.warn(f"n_neighbors={n_neighbors} needs more than {n_neighbors} rows; {what} "
                       "(every other row a neighbour)", UserWarning, stacklevel=3)
     return int(ks[0]) if np.ndim(n_rows) == 0 else [int(k) for k in ks]

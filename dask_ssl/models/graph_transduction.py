@@ -309,8 +309,9 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         two rank rows alike.
 
         Returns shape (m,) for two classes (share of ``classes_[1]`` minus share of
-        ``classes_[0]``, in [-1, 1], positive where :meth:`predict` gives ``classes_[1]``) and
-        (m, n_classes), the shares, otherwise.
+        ``classes_[0]``, in [-1, 1]; its sign is :meth:`predict`'s wherever a class has a
+        positive score, always with ``p=1``, where F >= 0) and (m, n_classes), the shares,
+        otherwise.
         """
         P = self.predict_proba(X)
         return P[:, 1] - P[:, 0] if P.shape[1] == 2 else P
