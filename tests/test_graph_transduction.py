@@ -1,5 +1,7 @@
 """GraphTransduction: block CG on the workers, LabelSpreading limits, two moons, validation."""
 
+import pickle
+
 import numpy as np
 import pytest
 from scipy.sparse.csgraph import laplacian
@@ -182,7 +184,6 @@ def test_balance_weights_give_many_classes_their_shares():
     ({"weights": "gauss"}, "weights"),
     ({"metric": "l1"}, "metric"),
     ({"unlabeled_weight": -1.0}, "unlabeled_weight"),
-    ({"n_neighbors": 30}, "smaller than the number of rows"),
     ({"partition": "spectral"}, "'partition' parameter of"),
     ({"preconditioner": "amg"}, "'preconditioner' parameter of"),
     ({"class_balance": "yes"}, "'class_balance' parameter of"),
@@ -195,6 +196,35 @@ def test_bad_parameters(client, change, message):
     y = np.r_[0, 1, [-1] * 28]
     with pytest.raises(ValueError, match=message):
         GraphTransduction(client=client, **change).fit(X, y)
+
+
+def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(client):
+    X = np.random.default_rng(0).random((30, 2))
+    y = np.r_[0, 1, [-1] * 28]
+    with pytest.warns(UserWarning) as record:
+        gt = GraphTransduction(n_neighbors=30, client=client).fit(X, y)
+    messages = [str(w.message) for w in record if "n_neighbors" in str(w.message)]
+    assert messages == ["n_neighbors=30 needs more than 30 rows; the graph on 30 rows uses "
+                        "n_neighbors=29 (every other row a neighbour)"]
+    assert gt.n_neighbors_ == 29
+    assert gt.graph_.to_scipy().nnz == 30 * 29  # complete
+    assert gt.predict_proba(X[:3] + 0.01).shape == (3, 2)
+
+
+def test_pickled_model_places_new_rows_without_the_fit_workers(client, moons):
+    """The graph stays with the workers; a pickle carries the training rows instead, and the
+    unpickled model's exact search is the fit's own below build_knn's exact_below."""
+    X, y = moons
+    # the session client is the default one: a Client given as a parameter would not pickle
+    gt = GraphTransduction(t="local", n_blocks=2).fit(X, _one_label_per_class(y))
+    back = pickle.loads(pickle.dumps(gt))
+    assert not hasattr(back, "graph_")
+    Xt = X[:50] + 0.01
+    for method in ("predict", "predict_proba", "decision_function"):
+        np.testing.assert_array_equal(getattr(back, method)(Xt), getattr(gt, method)(Xt))
+    # decision_function is the difference of the label shares: the two rank rows alike
+    P = gt.predict_proba(Xt)
+    np.testing.assert_allclose(gt.decision_function(Xt), P[:, 1] - P[:, 0])
 
 
 def test_bad_data(client):

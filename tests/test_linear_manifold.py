@@ -205,12 +205,31 @@ def test_tsvm_with_a_feature_map_fits_and_predicts_in_feature_space(client, tmp_
     ({"kernel": "nope"}, "'kernel' parameter of"),
     ({"kernel": "rbf", "n_components": 0}, "n_components"),
     ({"p": 0}, "'p' parameter of"),
+    ({"n_neighbors": 0}, "'n_neighbors' parameter of"),
+    ({"metric": "manhattan"}, "'metric' parameter of"),
     ({"solver": "lu"}, "solver"),
 ])
 def test_bad_parameters_are_refused_before_work(client, params, message):
     X, y = problem(seed=6)
     with pytest.raises(ValueError, match=message):
         LinearLapRLS(client=client, **params).fit(X, y)
+
+
+def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(client):
+    X, _ = problem(seed=6)
+    with pytest.warns(UserWarning) as record:
+        m = LinearLapSVM(n_neighbors=20, client=client).fit(X[:12], np.r_[0, 1, 2, [-1] * 9])
+    messages = [str(w.message) for w in record if "n_neighbors" in str(w.message)]
+    assert messages == ["n_neighbors=20 needs more than 20 rows; the graph on 12 rows uses "
+                        "n_neighbors=11 (every other row a neighbour)"]
+    assert m.graph_.to_scipy().nnz == 12 * 11  # complete
+
+
+def test_sample_weight_is_not_taken(client):
+    # a weight would mean a repeated row, which is another node of the graph (see fit)
+    X, y = problem(seed=6)
+    with pytest.raises(TypeError, match="sample_weight"):
+        LinearLapRLS(client=client).fit(X, y, sample_weight=np.ones(len(y)))
 
 
 def test_a_graph_on_other_rows_is_refused(client):

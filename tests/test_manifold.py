@@ -148,6 +148,18 @@ def test_bad_input_fails_before_work(client, kwargs, fit_graph, message):
     assert not hasattr(est, "dual_coef_")
 
 
+@pytest.mark.parametrize("n_components", [None, 10])
+def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(client,
+                                                                            n_components):
+    X, y, _, _ = small_problem(client, n=20, n_labeled=6)
+    with pytest.warns(UserWarning) as record:
+        est = LapRLS(n_neighbors=30, p=1, n_components=n_components, client=client).fit(X, y)
+    messages = [str(w.message) for w in record if "n_neighbors" in str(w.message)]
+    assert messages == ["n_neighbors=30 needs more than 30 rows; the graph on 20 rows uses "
+                        "n_neighbors=19 (every other row a neighbour)"]
+    assert est.n_neighbors_ == 19 and est.graph_.to_scipy().nnz == 20 * 19
+
+
 def test_model_store_round_trip_and_predict(client, tmp_path):
     X, y, _, graph = small_problem(client, n_classes=3, n_labeled=15)
     for cls in (LapRLS, LapSVM):

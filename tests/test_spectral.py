@@ -85,14 +85,37 @@ def test_class_dependent_rls_solves_eq_2_29(client):
 @pytest.mark.parametrize("make, match", [
     (lambda: RegularizedSpectralClustering(gamma_A=0.0), "'gamma_A' parameter of"),
     (lambda: RegularizedSpectralClustering(kernel="nope"), "'kernel' parameter of"),
-    (lambda: RegularizedSpectralClustering(n_neighbors=100), "n_neighbors"),
+    (lambda: RegularizedSpectralClustering(n_neighbors=0), "'n_neighbors' parameter of"),
     (lambda: ClassDependentLapRLS(gamma_I_pos=-1.0), "'gamma_I_pos' parameter of"),
-    (lambda: ClassDependentLapRLS(n_neighbors=35), "n_neighbors"),
+    (lambda: ClassDependentLapRLS(n_neighbors=2.5), "'n_neighbors' parameter of"),
 ])
 def test_bad_input_is_refused_before_work(make, match):
     X, truth = blobs(60)
     with pytest.raises(ValueError, match=match):
         make().fit(X, truth)
+
+
+def _clip_messages(record):
+    return [str(w.message) for w in record if "n_neighbors" in str(w.message)]
+
+
+def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(client):
+    X, truth = blobs(60)
+    with pytest.warns(UserWarning) as record:
+        RegularizedSpectralClustering(n_neighbors=100, client=client).fit(X)
+    assert _clip_messages(record) == [
+        "n_neighbors=100 needs more than 100 rows; the graph on 60 rows uses n_neighbors=59 "
+        "(every other row a neighbour)"]
+    # a class of one row: its side's graph has no edges, so its term is that of weight 0
+    y = np.r_[1, np.zeros(59, dtype=int)]
+    params = dict(kernel_params={"gamma": 0.5}, n_neighbors=35, client=client, random_state=0)
+    with pytest.warns(UserWarning) as record:
+        one = ClassDependentLapRLS(**params).fit(X, y)
+    assert _clip_messages(record) == [
+        "n_neighbors=35 needs more than 35 rows; the graphs on [1, 59] rows use "
+        "n_neighbors=[0, 35] (every other row a neighbour)"]
+    without = ClassDependentLapRLS(gamma_I_pos=0.0, **params).fit(X, y)
+    np.testing.assert_array_equal(one.dual_coef_, without.dual_coef_)
 
 
 def test_graph_of_another_size_is_refused(client):

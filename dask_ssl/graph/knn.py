@@ -528,19 +528,54 @@ def _query_block(i, X, offset, Q, k, metric):
     return exact_block(X, Q, k, metric, offset)
 
 
-def query_knn(neigh: Neighbors, Q, n_neighbors: int | None = None,
+@dataclass
+class DriverRows:
+    """The rows a :class:`Neighbors` was built on, gathered to the driver block by block: what
+    :func:`query_knn` searches, exactly, for a model that outlives its workers (a pickled one:
+    futures do not pickle, and the indexes stay with the workers that built them).
+
+    Attributes
+    ----------
+    blocks : list of ndarray or CSR matrix
+        The row blocks as the workers held them.
+    offsets : ndarray
+        Global number of each block's first row, and the row count last.
+    n_neighbors : int
+    metric : str
+    """
+
+    blocks: list
+    offsets: np.ndarray
+    n_neighbors: int
+    metric: str
+
+    @classmethod
+    def gather(cls, neigh: Neighbors) -> "DriverRows":
+        data = neigh.data
+        return cls(data.client.gather(data.blocks), np.asarray(data.offsets).copy(),
+                   neigh.n_neighbors, neigh.metric)
+
+
+def query_knn(neigh: Neighbors | DriverRows, Q, n_neighbors: int | None = None,
               search_epsilon: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
     """Nearest training rows of new points ``Q`` (NumPy or CSR, on the driver).
 
-    Uses the per-block indexes when they are there, otherwise an exact search block by block
-    (after :func:`dask_ssl.graph.io.load_graph`). Returns ``(indices, distances)``, ``m x k``.
+    Uses the per-block indexes when they are there, otherwise an exact search block by block:
+    on the workers (after :func:`dask_ssl.graph.io.load_graph`), or on the driver for
+    :class:`DriverRows` (the same search and merge, so the same answer as on the workers).
+    Returns ``(indices, distances)``, ``m x k``.
     """
-    data = neigh.data
     k = int(n_neighbors or neigh.n_neighbors)
     Q = sp.csr_matrix(Q, dtype=np.float32) if sp.issparse(Q) else np.ascontiguousarray(Q, np.float32)
-    if Q.shape[1] != data.n_features:
+    n_features = (neigh.blocks[0].shape[1] if isinstance(neigh, DriverRows)
+                  else neigh.data.n_features)
+    if Q.shape[1] != n_features:
         raise ValueError(f"X has {Q.shape[1]} features but the graph was built on "
-                         f"{data.n_features}")
+                         f"{n_features}")
+    if isinstance(neigh, DriverRows):
+        return merge_candidates(k, *[_query_block(0, X, int(o), Q, k, neigh.metric)
+                                     for X, o in zip(neigh.blocks, neigh.offsets[:-1])])
+    data = neigh.data
     client, owners = data.client, data.owners()
     if neigh.indexes is None:
         [q] = client.scatter([Q], broadcast=True, hash=False)

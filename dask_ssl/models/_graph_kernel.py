@@ -12,13 +12,18 @@ from ..graph.weights import knn_graph
 from ..linalg import RowBlocks
 
 
-def graph_laplacian(est, X: np.ndarray, graph=None) -> np.ndarray:
-    """The estimator's Laplacian on the rows of X: its kNN graph built on the workers (or the
-    given :class:`~dask_ssl.graph.weights.Graph`), gathered dense."""
+def graph_laplacian(est, X: np.ndarray, graph=None, *, n_neighbors=None) -> np.ndarray:
+    """The estimator's Laplacian on the rows of X: its kNN graph built on the workers with
+    ``n_neighbors`` (default the estimator's), or the given
+    :class:`~dask_ssl.graph.weights.Graph`, gathered dense. With 0 neighbours (one row) the
+    graph has no edges and the Laplacian is 0."""
     if graph is None:
+        k = est.n_neighbors if n_neighbors is None else n_neighbors
+        if k == 0:
+            return np.zeros((X.shape[0], X.shape[0]))
         client = get_client(est.client)
         blocks = RowBlocks.from_array(X, client=client, n_blocks=est.n_blocks)
-        graph = knn_graph(blocks, est.n_neighbors, metric=est.metric, weights=est.weights,
+        graph = knn_graph(blocks, k, metric=est.metric, weights=est.weights,
                           t=est.t, symmetrize=est.symmetrize, search_epsilon=est.search_epsilon,
                           random_state=est.random_state)
     elif graph.n_rows != X.shape[0]:

@@ -1,16 +1,37 @@
-"""What the per-parameter constraints of the graph estimators cannot say: the combinations of
-graph hyperparameters (``weights``, ``metric``, ``t``) that do not fit together, and a
-neighbour count against the rows there are."""
+"""What the per-parameter constraints of the graph estimators cannot say: graph
+hyperparameters (``weights``, ``metric``, ``t``) that do not fit together, and the neighbour
+count a graph on given rows can have."""
 
 from __future__ import annotations
 
-from ..graph.knn import check_knn_params
+import warnings
+
+import numpy as np
+
 from ..graph.weights import check_graph_params
 
 
-def check_graph_combination(est, n_rows=None) -> None:
-    """Raise ``ValueError`` for graph settings of ``est`` that contradict each other, or (given
-    ``n_rows``) a fixed ``n_neighbors`` the rows cannot serve."""
+def check_graph_combination(est) -> None:
+    """Raise ``ValueError`` for graph settings of ``est`` that contradict each other."""
     check_graph_params(est.weights, est.symmetrize, est.t, est.metric)
-    if n_rows is not None and est.n_neighbors != "auto":
-        check_knn_params(n_rows, est.n_neighbors, est.metric)
+
+
+def clip_n_neighbors(n_neighbors: int, n_rows):
+    """The neighbours per row of graphs on ``n_rows`` rows (an int, or a sequence of them, one
+    per graph): ``n_neighbors``, at most the other rows of the graph.
+
+    A row has ``n - 1`` other rows to be near. Fewer rows than ``n_neighbors + 1`` (a small
+    fit, a small class) get the graph they can have, every other row a neighbour, with one
+    UserWarning naming the clipping for all the graphs, instead of an error: the estimator
+    still fits what the rows allow. A graph on one row has no edges (0 neighbours).
+    """
+    sizes = np.atleast_1d(np.asarray(n_rows, dtype=np.int64))
+    ks = np.minimum(int(n_neighbors), sizes - 1)
+    if (ks < n_neighbors).any():
+        if sizes.size == 1:
+            what = f"the graph on {sizes[0]} rows uses n_neighbors={ks[0]}"
+        else:
+            what = f"the graphs on {sizes.tolist()} rows use n_neighbors={ks.tolist()}"
+        warnings.warn(f"n_neighbors={n_neighbors} needs more than {n_neighbors} rows; {what} "
+                      "(every other row a neighbour)", UserWarning, stacklevel=3)
+    return int(ks[0]) if np.ndim(n_rows) == 0 else [int(k) for k in ks]

@@ -39,14 +39,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
-from ..graph.knn import check_knn_params, query_knn
+from ..graph.knn import DriverRows, query_knn
 from ..graph.laplacian import LaplacianOperator
 from ..graph.system import GraphSystem
 from ..graph.weights import LOCAL, Graph, edge_weights, knn_graph, query_widths
 from ..linalg.block_cg import block_cg
 from ..linalg.recovery import solve_with_restarts
 from ._constraints import POSITIVE, constraints, validate
-from ._graph_params import check_graph_combination
+from ._graph_params import check_graph_combination, clip_n_neighbors
 from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
                      to_blocks)
 
@@ -60,7 +60,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         Weight of the graph term: thesis ch. 5 gamma_I in ``gamma_I/2 f^T M f + sum_l 1/2
         (y_i - f_i)^2`` (no 1/(u+l)^2 factor, as in ch. 5).
     n_neighbors : int, default 10
-        k of the kNN graph (the seeds' ``nn``).
+        k of the kNN graph (the seeds' ``nn``); at most n - 1 on n rows (with a warning).
     metric : {"euclidean", "cosine"}, default "euclidean"
     weights : {"heat", "binary", "cosine"}, default "heat"
         Edge weights: heat kernel ``exp(-d^2/4t)``, 1, or cosine similarity.
@@ -118,11 +118,18 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         The weighted F normalized to sum 1 per row (rows of zeros stay zero).
     transduction_ : ndarray of shape (n,)
         Class of each training row: its largest weighted score.
+    n_neighbors_ : int
+        The k used: ``n_neighbors``, or n - 1 on fewer rows.
     n_iter_ : int
         Block-CG passes until the last class converged.
     history_ : list of ndarray
         Relative residual per class after each pass.
     graph_ : Graph
+        Held on the workers of the fit's client, with the kNN indexes that place new rows. A
+        pickle leaves it out and carries the training rows instead (gathered when pickling):
+        the unpickled model places new rows by an exact search of them on the driver, which
+        is the fit's own search below 5000 rows (``build_knn``'s ``exact_below``) and at
+        least as near above.
     diagnostics_ : GraphDiagnostics
     """
 
@@ -184,7 +191,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         X = as_input(X)
         n_rows = n_rows_of(X)
         classes, codes = encode_labels(y, n_rows, marker)
-        check_knn_params(n_rows, self.n_neighbors, self.metric)
+        k = clip_n_neighbors(self.n_neighbors, n_rows)
         if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         if scores_init is not None and np.shape(scores_init) != (n_rows, classes.size):
@@ -194,7 +201,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         shares = _class_shares(self.class_balance, codes[labeled], classes.size)
         client = get_client(self.client)
         (graph, diag, F, result), self.restarts_ = solve_with_restarts(
-            lambda: self._solve(X, client, graph, labeled, codes, classes.size, scores_init),
+            lambda: self._solve(X, client, graph, k, labeled, codes, classes.size, scores_init),
             what=type(self).__name__)
         if not result.converged.all():
             warnings.warn(f"block CG stopped after {self.max_iter} passes with relative "
@@ -208,18 +215,21 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         weighted = F * self.class_weights_
         self.label_distributions_ = _normalize(weighted)
         self.transduction_ = classes[np.argmax(weighted, axis=1)]
+        self.n_neighbors_ = k
         self.n_iter_ = int(result.n_iter.max())
         self.history_ = result.history
         self.graph_ = graph
+        # an unpickled model refitted: new rows are placed by the new graph
+        self.__dict__.pop("_pickled_search", None)
         self.diagnostics_ = diag
         return self
 
-    def _solve(self, X, client, graph, labeled, codes, n_classes, scores_init):
+    def _solve(self, X, client, graph, k, labeled, codes, n_classes, scores_init):
         """Graph (unless given), system and block CG: ``(graph, diagnostics, F, result)``.
         Everything here is on the workers, so a lost worker repeats all of it."""
         if graph is None:
             blocks = to_blocks(X, client, self.n_blocks)
-            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric,
+            graph = knn_graph(blocks, k, metric=self.metric,
                               weights=self.weights, t=self.t, symmetrize=self.symmetrize,
                               search_epsilon=self.search_epsilon,
                               random_state=self.random_state)
@@ -244,17 +254,38 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
             op.close()
         return graph, diag, F, result
 
+    def __getstate__(self):
+        # graph_ is futures of the fit's client, which do not pickle. What placing new rows
+        # reads from it travels as arrays instead: the training rows (gathered now) and the
+        # edge weighting (see graph_ in the class docstring).
+        state = dict(super().__getstate__())
+        graph = state.pop("graph_", None)
+        if graph is not None and graph.neighbors is not None:
+            widths = graph.local_widths() if graph.t == LOCAL else None
+            state["_pickled_search"] = (DriverRows.gather(graph.neighbors), graph.weights,
+                                        graph.t, widths)
+        return state
+
+    def _search(self):
+        """``(neighbors, weights, t, widths)`` placing new rows: the fitted graph's, or after
+        unpickling the arrays that stood in for it."""
+        graph = self.__dict__.get("graph_")
+        if graph is None:
+            return self._pickled_search
+        widths = graph.local_widths() if graph.t == LOCAL else None
+        return graph.neighbors, graph.weights, graph.t, widths
+
     def _neighbor_scores(self, X):
         check_is_fitted(self, "scores_")
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=False)
         check_finite_local(X)
-        ind, dist = query_knn(self.graph_.neighbors, X, self.n_neighbors, self.search_epsilon)
+        neighbors, weights, t, widths = self._search()
+        ind, dist = query_knn(neighbors, X, self.n_neighbors_, self.search_epsilon)
         products = None
-        if self.graph_.t == LOCAL:
-            widths = self.graph_.local_widths()
+        if t == LOCAL:
             products = query_widths(widths, dist)[:, None] * widths[np.maximum(ind, 0)]
-        w = edge_weights(dist, self.graph_.weights, self.graph_.t, products)
+        w = edge_weights(dist, weights, t, products)
         w = np.where(np.isfinite(dist), w, 0.0)
         # Far from every training row all heat weights underflow: fall back to a plain mean.
         flat = w.sum(axis=1) <= 0
@@ -263,14 +294,20 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         return np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)]) * self.class_weights_
 
     def decision_function(self, X):
-        """Out-of-sample scores: the kNN-weighted mean of the training rows' F, times
-        ``class_weights_``.
+        """Out-of-sample scores: the class shares of :meth:`predict_proba`.
 
-        Returns shape (m,) for two classes (``F[:, 1] - F[:, 0]``, the thesis' f with +1/-1
-        labels) and (m, n_classes) otherwise.
+        A row's F grows and shrinks as a whole with how near it is to labeled rows and (with
+        the normalized Laplacian) with its degree; its class shares keep the class mix alone,
+        which is what ``class_balance`` cuts and what :meth:`predict_proba` reports, so the
+        two rank rows alike.
+
+        Returns shape (m,) for two classes (share of ``classes_[1]`` minus share of
+        ``classes_[0]``, in [-1, 1]; its sign is :meth:`predict`'s wherever a class has a
+        positive score, always with ``p=1``, where F >= 0) and (m, n_classes), the shares,
+        otherwise.
         """
-        S = self._neighbor_scores(X)
-        return S[:, 1] - S[:, 0] if S.shape[1] == 2 else S
+        P = self.predict_proba(X)
+        return P[:, 1] - P[:, 0] if P.shape[1] == 2 else P
 
     def predict_proba(self, X):
         """Out-of-sample label distributions (kNN mean of F times ``class_weights_``,

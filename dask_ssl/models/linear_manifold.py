@@ -31,13 +31,12 @@ import numpy as np
 import scipy.linalg
 
 from ..graph.data_graph import DataGraph
-from ..graph.knn import check_knn_params
 from ..graph.laplacian import LaplacianOperator
 from ..graph.weights import Graph, knn_graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
 from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
-from ._graph_params import check_graph_combination
+from ._graph_params import check_graph_combination, clip_n_neighbors
 from ._graph_weight import cv_gamma_I, loo_gamma_I
 from ._input import as_input, n_rows_of
 from ._pickle import PicklesWithoutGraph
@@ -98,9 +97,16 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         super()._check_params()
         check_graph_combination(self)
 
-    def fit(self, X, y=None, *, graph: Graph | None = None, sample_weight=None, coef_init=None,
-            resume=False):
+    def fit(self, X, y=None, *, graph: Graph | None = None, coef_init=None, resume=False):
         """Build the kNN graph on the rows of ``X`` (unless ``graph`` is given) and fit.
+
+        There is no ``sample_weight``. In scikit-learn a weight of m means the row repeated m
+        times, and a repeated row here is m nodes of the kNN graph: its copies take each
+        other's neighbour slots and those of the rows around them, add edges of length 0 to
+        the heat width's mean and to the degrees of the normalized Laplacian, and a row of
+        weight 0 still shapes its neighbours' lists. No weight on the labeled loss equals
+        that, so the estimator does not claim one (as scikit-learn's own graph estimators,
+        ``LabelSpreading`` and ``KNeighborsClassifier``, take none).
 
         Parameters
         ----------
@@ -109,22 +115,23 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
             Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
         graph : Graph, optional
             A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`).
-        sample_weight, coef_init, resume
+            Without it, the graph is built with ``n_neighbors``, at most n - 1 on n rows
+            (with a warning).
+        coef_init, resume
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
         X = as_input(X)
         n_rows = n_rows_of(X)
-        if graph is None:
-            check_knn_params(n_rows, self.n_neighbors, self.metric)
-        elif graph.n_rows != n_rows:
+        if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         self._graph_in = graph
+        self._n_neighbors = None if graph is not None else clip_n_neighbors(self.n_neighbors,
+                                                                             n_rows)
         try:
-            return super().fit(X, y, sample_weight=sample_weight, coef_init=coef_init,
-                               resume=resume)
+            return super().fit(X, y, coef_init=coef_init, resume=resume)
         finally:
-            self._graph_in = None
+            self._graph_in = self._n_neighbors = None
 
     def _gram_path(self, blocks) -> bool:
         return self.solver == "gram" or (self.solver == "auto"
@@ -167,7 +174,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         t0 = time.perf_counter()
         graph = self._graph_in
         if graph is None:
-            graph = knn_graph(blocks, self.n_neighbors, metric=self.metric, weights=self.weights,
+            graph = knn_graph(blocks, self._n_neighbors, metric=self.metric, weights=self.weights,
                               t=self.t, symmetrize=self.symmetrize,
                               search_epsilon=self.search_epsilon, random_state=self.random_state)
         self.graph_seconds_ = time.perf_counter() - t0
@@ -243,7 +250,7 @@ class LinearLapRLS(_LinearManifold):
     ----------
     coef_, intercept_, classes_, objective_, n_iter_
         ``objective_`` is the minimized objective above per class; ``n_iter_`` the CG
-        iterations (0 on the Gram path).
+        iterations (1 on the Gram path: one Cholesky solve).
     gamma_I_ : float
         The gamma_I used.
     gamma_I_selection_ : list of dict or None
@@ -281,7 +288,8 @@ class LinearLapRLS(_LinearManifold):
             A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
             AW = A @ W
-            n_iter, history = [0] * len(targets), [[] for _ in targets]
+            # one exact solve: one iteration (as LapRLS's direct solve counts it)
+            n_iter, history = [1] * len(targets), [[] for _ in targets]
         else:
             R = dg.rhs("c", "y")
             gamma_I = self._graph_weight()

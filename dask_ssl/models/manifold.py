@@ -36,7 +36,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..cluster import get_client
 from ..graph.dense import regularizer_matrix
 from ..graph.diagnostics import graph_diagnostics, warn_graph
-from ..graph.knn import check_knn_params
 from ..graph.weights import Graph, knn_graph
 from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import graph_term_weight
@@ -45,7 +44,7 @@ from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ._constraints import AUTO, COUNT, constraints, validate
-from ._graph_params import check_graph_combination
+from ._graph_params import check_graph_combination, clip_n_neighbors
 from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
                      to_blocks)
 from ._nystrom_manifold import fit_nystrom
@@ -143,8 +142,15 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         return self._LOSSES[0]
 
     def _graph_candidates(self, n_rows: int, graph) -> list:
-        """``(n_neighbors, p)`` settings to fit; several only when one of them is "auto"."""
-        ks = [k for k, _ in AUTO_GRAPHS] if self.n_neighbors == "auto" else [self.n_neighbors]
+        """``(n_neighbors, p)`` settings to fit; several only when one of them is "auto".
+        A graph on n rows has at most n - 1 neighbours a row: a given ``n_neighbors`` above
+        that is clipped with a warning, the "auto" candidates quietly (they are the
+        estimator's own)."""
+        if self.n_neighbors == "auto":
+            ks = [k for k, _ in AUTO_GRAPHS]
+        else:
+            ks = [self.n_neighbors if graph is not None
+                  else clip_n_neighbors(self.n_neighbors, n_rows)]
         ps = [q for _, q in AUTO_GRAPHS] if self.p == "auto" else [self.p]
         if self.n_neighbors == "auto" and self.p == "auto":
             pairs = list(AUTO_GRAPHS)
@@ -182,8 +188,6 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         classes, codes = encode_labels(y, n_rows, marker)
         if graph is not None and graph.n_rows != n_rows:
             raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
-        if graph is None and self.n_neighbors != "auto":
-            check_knn_params(n_rows, self.n_neighbors, self.metric)
         if self.n_components is not None:
             if self.n_components > n_rows:
                 raise ValueError(f"n_components={self.n_components} exceeds the {n_rows} rows")
@@ -479,7 +483,8 @@ class LapRLS(_ManifoldClassifier):
         row to its 10 nearest rows (:func:`default_rbf_gamma`; unlabeled and labeled rows, no
         labels), stored in ``kernel_params_``.
     n_neighbors : int or "auto", default "auto"
-        The seeds' nn, k of the kNN graph. ``"auto"`` (with ``p``): see ``p``.
+        The seeds' nn, k of the kNN graph; at most n - 1 on n rows (with a warning).
+        ``"auto"`` (with ``p``): see ``p``.
     metric, weights, t, symmetrize, search_epsilon, random_state
         The kNN graph, as in :class:`~dask_ssl.models.GraphTransduction` (heat weights
         ``exp(-d^2/4t)``, t from the mean edge length by default).

@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, Transform
 from ..kernels import check_kernel, kernel_matrix
 from ._constraints import POSITIVE, constraints, validate
 from ._graph_kernel import graph_laplacian
-from ._graph_params import check_graph_combination
+from ._graph_params import check_graph_combination, clip_n_neighbors
 from ._input import encode_labels
 from ._kernel_s3vm import dense_rows, expansion_scores
 from .base import OneVsRestLabels
@@ -105,9 +105,9 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
         if self.n_components > X.shape[0] - 2:
             raise ValueError(f"n_components={self.n_components} must be at most n - 2 = "
                              f"{X.shape[0] - 2} (n_samples={X.shape[0]})")
-        check_graph_combination(self, X.shape[0])
+        k = None if graph is not None else clip_n_neighbors(self.n_neighbors, X.shape[0])
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
-        M = graph_laplacian(self, X, graph)
+        M = graph_laplacian(self, X, graph, n_neighbors=k)
         s, U = scipy.linalg.eigh(K)
         keep = s > self.eig_tol * s[-1]
         s, U = s[keep], U[:, keep]
@@ -156,8 +156,8 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         Both 0 give kernel RLS.
     kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize, normalized, p,
     search_epsilon, client, n_blocks, random_state
-        As in :class:`RegularizedSpectralClustering`; ``n_neighbors`` must be below each
-        class's size.
+        As in :class:`RegularizedSpectralClustering`; a side with fewer rows than
+        ``n_neighbors + 1`` makes each row's neighbours all its other rows (with a warning).
 
     Attributes
     ----------
@@ -195,19 +195,21 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         X = dense_rows(X)
         classes, codes = encode_labels(y, X.shape[0], unlabeled=object())
         targets = [1] if classes.size == 2 else list(range(classes.size))
-        for cls in targets:
-            for side in (codes == cls, codes != cls):
-                check_graph_combination(self, int(side.sum()))
+        # per one-vs-rest target, a graph on each side with a positive weight
+        graphs = [(j, side, weight) for j, cls in enumerate(targets)
+                  for side, weight in ((codes == cls, self.gamma_I_pos),
+                                       (codes != cls, self.gamma_I_neg)) if weight > 0]
+        ks = clip_n_neighbors(self.n_neighbors, [int(side.sum()) for _, side, _ in graphs])
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         n = X.shape[0]
         alphas = []
-        for cls in targets:
+        for j, cls in enumerate(targets):
             pos = codes == cls
             C = np.zeros((n, n))
-            for side, weight in ((pos, self.gamma_I_pos), (~pos, self.gamma_I_neg)):
-                rows = np.flatnonzero(side)
-                if weight > 0:
-                    C[np.ix_(rows, rows)] = weight * graph_laplacian(self, X[rows])
+            for (g, side, weight), k in zip(graphs, ks):
+                if g == j:
+                    rows = np.flatnonzero(side)
+                    C[np.ix_(rows, rows)] = weight * graph_laplacian(self, X[rows], n_neighbors=k)
             A = K + C @ K / n
             A[np.diag_indices_from(A)] += self.gamma_A * n
             alphas.append(np.linalg.solve(A, np.where(pos, 1.0, -1.0)))
