@@ -8,8 +8,8 @@ import numpy as np
 
 from ..cluster import get_client
 from ..graph.dense import regularizer_matrix
-from ..graph.weights import knn_graph
 from ..linalg import RowBlocks
+from ._graph_seam import estimator_graph
 
 
 def graph_laplacian(est, X: np.ndarray, graph=None, *, n_neighbors=None) -> np.ndarray:
@@ -23,9 +23,7 @@ def graph_laplacian(est, X: np.ndarray, graph=None, *, n_neighbors=None) -> np.n
             return np.zeros((X.shape[0], X.shape[0]))
         client = get_client(est.client)
         blocks = RowBlocks.from_array(X, client=client, n_blocks=est.n_blocks)
-        graph = knn_graph(blocks, k, metric=est.metric, weights=est.weights,
-                          t=est.t, symmetrize=est.symmetrize, search_epsilon=est.search_epsilon,
-                          random_state=est.random_state)
+        graph = estimator_graph(est, blocks, k)
     elif graph.n_rows != X.shape[0]:
         raise ValueError(f"graph has {graph.n_rows} rows but X has {X.shape[0]}")
     return regularizer_matrix(graph, normalized=est.normalized, p=est.p)

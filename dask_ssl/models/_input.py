@@ -1,6 +1,9 @@
-"""Checking and distributing an estimator's input before any work starts."""
+"""Checking and distributing an estimator's input before any work starts, and the preamble
+every fit shares (:func:`fit_input`): the labels, their unlabeled rows and class columns."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -135,3 +138,54 @@ def encode_labels(y, n_rows: int, unlabeled) -> tuple[np.ndarray, np.ndarray]:
     out = np.full(n_rows, -1, dtype=np.int64)
     out[labeled] = codes
     return classes, out
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A fit's labels: its classes, each row's class index (``codes``, -1 on unlabeled rows)
+    and the marker the unlabeled rows had in the y they came from.
+
+    The one-vs-rest targets fitted are ``classes_[1]`` against ``classes_[0]`` for two classes
+    (one target, the decision's sign), else each class against the rest.
+    """
+
+    classes: np.ndarray
+    codes: np.ndarray
+    marker: object
+
+    @property
+    def labeled(self) -> np.ndarray:
+        return self.codes >= 0
+
+    @property
+    def targets(self) -> list:
+        """The class index of each one-vs-rest target."""
+        return [1] if self.classes.size == 2 else list(range(self.classes.size))
+
+    def columns(self) -> np.ndarray:
+        """Shape (n, n_targets): +1 where a labeled row is the target's class, -1 where it is
+        another, 0 on unlabeled rows."""
+        return target_columns(self.codes, self.targets)
+
+
+def target_columns(codes: np.ndarray, targets) -> np.ndarray:
+    """+1 / -1 / 0 (unlabeled) per row and one-vs-rest target, as :meth:`Labels.columns`."""
+    return np.column_stack([np.where(codes < 0, 0.0, np.where(codes == t, 1.0, -1.0))
+                            for t in targets])
+
+
+def fit_input(est, X, y, *, graph=None):
+    """The preamble of every fit, after the parameter checks: ``(X, labels)``.
+
+    The labels are ``y``, or those a RowBlocks ``X`` carries (read with the file's marker);
+    ``X`` is as the estimators take it (:func:`as_input`); the labels are encoded against its
+    rows (one class alone, no labeled row, a regression target: each an error naming it); a
+    given ``graph`` must be on exactly these rows.
+    """
+    y, marker = fit_labels(X, y, est.unlabeled, type(est).__name__)
+    X = as_input(X)
+    n_rows = n_rows_of(X)
+    classes, codes = encode_labels(y, n_rows, marker)
+    if graph is not None and graph.n_rows != n_rows:
+        raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
+    return X, Labels(classes, codes, marker)

@@ -6,7 +6,8 @@ Cholesky factors of n x n systems, the sizes at which the seeds ran these method
 thousand: 2,000 rows are 32 MB per matrix).
 
 The objective is the thesis' Eq 3.7 normalization (labeled losses weighted ``1/l``, unlabeled
-ones ``gamma_u/u``), with ``V`` the half squared hinge ``max(0, 1 - t)^2 / 2`` (``loss="squared_hinge"``)
+ones ``gamma_u/u``), with ``V`` the half squared hinge ``max(0, 1 - t)^2 / 2``
+(``loss="squared_hinge"``)
 or the half squared loss ``(1 - t)^2 / 2`` (``loss="squared"``); ``f(x) = sum_i alpha_i K(x, x_i)``
 without a bias (Eq 3.9).
 """
@@ -29,7 +30,7 @@ from ..linalg import RowBlocks
 from ..linalg.blas import single_blas_thread
 from ..linalg.mfn import exact_root
 from ._constraints import validate
-from ._input import check_local, encode_labels
+from ._input import check_local, fit_input, target_columns
 from .base import OneVsRestLabels, fitted_info, restore_info
 
 LOSSES = ("squared_hinge", "squared")
@@ -39,7 +40,8 @@ _SUPERVISED = {"squared_hinge": "L2-SVM", "squared": "RLS"}
 
 
 def half_loss(t: np.ndarray, loss: str) -> np.ndarray:
-    """V(t): ``max(0, 1 - t)^2 / 2`` for ``"squared_hinge"``, ``(1 - t)^2 / 2`` for ``"squared"``."""
+    """V(t): ``max(0, 1 - t)^2 / 2`` for ``"squared_hinge"``, ``(1 - t)^2 / 2`` for
+    ``"squared"``."""
     m = 1.0 - t
     return 0.5 * (np.maximum(m, 0.0) if loss == "squared_hinge" else m) ** 2
 
@@ -101,10 +103,10 @@ def fit_weighted(K, cpos, cneg, gamma_A, loss, alpha0=None, *, tol=1e-8, max_ite
     """Minimize ``gamma_A/2 alpha^T K alpha + sum_i [cpos_i V(f_i) + cneg_i V(-f_i)]``.
 
     Each row carries a +1 copy of cost ``cpos`` and a -1 copy of cost ``cneg`` (a labeled row
-    one of them, an unlabeled row under DA both). ``"squared"``: one weighted solve. ``"squared_hinge"``:
-    finite Newton (thesis 3.5.1, index sets i0..i3): solve with the copies inside their
-    margins, stop when that solution keeps the same copies inside (to ``tol``), else take the
-    exact line-search step and repeat. Returns ``(alpha, f, objective, n_newton)``.
+    one of them, an unlabeled row under DA both). ``"squared"``: one weighted solve.
+    ``"squared_hinge"``: finite Newton (thesis 3.5.1, index sets i0..i3): solve with the copies
+    inside their margins, stop when that solution keeps the same copies inside (to ``tol``),
+    else take the exact line-search step and repeat. Returns ``(alpha, f, objective, n_newton)``.
     """
     n = K.shape[0]
     zeros = np.zeros(n)
@@ -193,8 +195,9 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         ----------
         X : array, sparse matrix or RowBlocks, shape (n, d)
             All training rows (the expansion points of the result), gathered dense.
-        y : array of shape (n,)
-            Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled. Without
+        y : array of shape (n,) or None
+            Class labels; rows equal to ``unlabeled`` (default -1) are unlabeled. None: the
+            labels a RowBlocks X carries (svmlin's 0 marks its unlabeled rows). Without
             unlabeled rows the supervised kernel L2-SVM (RLS for ``loss="squared"``) is fitted,
             with a warning: the objective without its unlabeled term.
         resume : bool, default=False
@@ -202,15 +205,12 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         """
         t0 = time.perf_counter()
         self._check_params()
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None")
         if resume and getattr(self, "checkpoint", None) is None:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         self._resume = resume
+        X, labels = fit_input(self, X, y)
         X = dense_rows(X)
-        marker = self.unlabeled
-        classes, codes = encode_labels(y, X.shape[0], marker)
+        classes, codes, marker = labels.classes, labels.codes, labels.marker
         fit_part = self._fit_binary
         if not (codes < 0).any():
             warnings.warn(f"y has no unlabeled rows (marker {marker!r}): {type(self).__name__} "
@@ -218,7 +218,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
                           UserWarning, stacklevel=2)
             fit_part = self._fit_supervised
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
-        targets = [1] if classes.size == 2 else list(range(classes.size))
+        targets = labels.targets
         self._shared = {}
         outs = []
         # Thousands of small factorizations: a threaded BLAS gains little on them and its
@@ -226,8 +226,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         with single_blas_thread():
             for k, cls in enumerate(targets):
                 self._part = (k, len(targets))
-                yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
-                outs.append(fit_part(K, yk))
+                outs.append(fit_part(K, target_columns(codes, [cls])[:, 0]))
         del self._shared
         self.classes_ = classes
         self.X_fit_ = X

@@ -23,9 +23,10 @@ from ..linalg import RowBlocks
 from .linear_manifold import LinearLapRLS, LinearLapSVM
 
 
-def fit_nystrom(est, blocks: RowBlocks, y, graph, setting, kparams, weight, client) -> dict:
+def fit_nystrom(est, blocks: RowBlocks, labels, graph, setting, kparams, weight, client) -> dict:
     """Fit ``est`` (LapRLS or LapSVM with ``n_components``) in Nystrom feature space; returns
-    the fitted attributes of the kernel model (expansion over the landmarks)."""
+    the fitted attributes of the kernel model (expansion over the landmarks). ``labels`` are
+    the fit's :class:`~dask_ssl.models._input.Labels`: the inner fit reads them as codes."""
     linear = LinearLapRLS if est._loss() == "squared" else LinearLapSVM
     inner = linear(gamma_A=est.gamma_A, gamma_I=weight, n_neighbors=setting[0] or 1,
                    metric=est.metric, weights=est.weights, t=est.t, symmetrize=est.symmetrize,
@@ -33,9 +34,9 @@ def fit_nystrom(est, blocks: RowBlocks, y, graph, setting, kparams, weight, clie
                    kernel=est.kernel, kernel_params=kparams, n_components=est.n_components,
                    landmarks=est.landmarks, tol=est.tol, max_iter=est.max_iter,
                    # LapRLS has no bias (Eq 2.9); the squared-hinge LapSVM has one (graph term too)
-                   fit_intercept=linear is LinearLapSVM, solver="auto", unlabeled=est.unlabeled,
+                   fit_intercept=linear is LinearLapSVM, solver="auto", unlabeled=-1,
                    client=client, random_state=est.random_state)
-    inner.fit(blocks, y, graph=graph)
+    inner.fit(blocks, labels.codes, graph=graph)
     fm = inner.feature_map_
     objective = 2.0 * np.asarray(inner.objective_, dtype=float)
     return {"expansion_points_": fm.components_, "landmark_indices_": fm.component_indices_,
@@ -44,4 +45,4 @@ def fit_nystrom(est, blocks: RowBlocks, y, graph, setting, kparams, weight, clie
             "intercept_": np.asarray(inner.intercept_, dtype=float),
             "objective_": float(objective) if objective.ndim == 0 else objective,
             "n_iter_": inner.n_iter_, "history_": inner.history_,
-            "classes_": inner.classes_}
+            "classes_": labels.classes}

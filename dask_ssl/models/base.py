@@ -19,8 +19,7 @@ from ..linalg.mfn import MFNSolver, ws_init
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ._constraints import validate
-from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
-                     to_blocks)
+from ._input import check_finite_local, fit_input, target_columns, to_blocks
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
 GRAM_MAX_FEATURES = 1000
@@ -124,15 +123,19 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         resume : bool, default=False
             Continue from the estimator's ``checkpoint`` (semi-supervised estimators only).
         """
-        t0 = time.perf_counter()
         self._check_params()
+        return self._fit(X, y, sample_weight=sample_weight, coef_init=coef_init, resume=resume)
+
+    def _fit(self, X, y, *, graph=None, sample_weight=None, coef_init=None, resume=False):
+        """:meth:`fit` after the parameter checks; ``graph`` (estimators with a graph on the
+        rows) is handed to :meth:`_prepare`."""
+        t0 = time.perf_counter()
         if resume and getattr(self, "checkpoint", None) is None:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
         self._resume = resume
         self.restarts_ = 0
-        y, marker = fit_labels(X, y, self.unlabeled, type(self).__name__)
-        X = as_input(X)
-        classes, codes = encode_labels(y, n_rows_of(X), marker)
+        X, labels = fit_input(self, X, y, graph=graph)
+        classes, codes, marker = labels.classes, labels.codes, labels.marker
         weights = check_sample_weight(sample_weight, codes)
         client = get_client(self.client)
         fit_part = getattr(self, "_fit_binary", None)  # absent where _fit_targets is whole
@@ -140,13 +143,13 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             warnings.warn(f"y has no unlabeled rows (marker {marker!r}): {type(self).__name__} "
                           "fits the supervised L2-SVM on them", UserWarning, stacklevel=2)
             fit_part = self._fit_supervised
-        n_labeled = int((codes >= 0).sum())
-        targets = [1] if classes.size == 2 else list(range(classes.size))
+        n_labeled = int(labels.labeled.sum())
+        targets = labels.targets
         # The stage loops restore their own snapshots; a worker lost anywhere else (input
         # check, feature map, graph, a solve without stages) repeats the fit's worker part.
         (blocks, results, order), restarts = solve_with_restarts(
             lambda: self._fit_on_workers(X, client, codes, weights, targets, coef_init,
-                                         fit_part), what=type(self).__name__)
+                                         fit_part, graph), what=type(self).__name__)
         self.restarts_ += restarts
         W = np.vstack([out["w"] for out in results])
         objectives = [out["objective"] for out in results]
@@ -172,7 +175,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _fit_on_workers(self, X, client, codes, weights, targets, coef_init, fit_part):
+    def _fit_on_workers(self, X, client, codes, weights, targets, coef_init, fit_part, graph):
         """Input blocks, feature map, graph (``_prepare``) and the per-target fits:
         ``(blocks, results, row order)``."""
         blocks = to_blocks(X, client, self.n_blocks)
@@ -185,7 +188,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
                 raise ValueError(f"coef_init has {coef_init.shape[1]} columns, expected {dim} "
                                  f"(features{' + bias' if self.fit_intercept else ''})")
         # Estimators with a graph line the rows up with it; a re-split reorders the rows.
-        features, order = self._prepare(blocks, features, client)
+        features, order = self._prepare(blocks, features, client, graph)
         if order is not None:
             codes, weights = codes[order], weights[order]
         labeled = codes >= 0
@@ -209,7 +212,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         results = []
         for k, cls in enumerate(targets):
             self._part = (k, len(targets))
-            yk = np.where(codes < 0, 0.0, np.where(codes == cls, 1.0, -1.0))
+            yk = target_columns(codes, [cls])[:, 0]
             token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
             try:
                 results.append(fit_part(blocks, yk, costs, None if coef_init is None
@@ -218,9 +221,10 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
                 client.run(workerstate.drop, token)
         return results
 
-    def _prepare(self, blocks, features, client):
-        """Hook for estimators with a graph on the rows: returns the feature blocks to fit on
-        and the row order they hold (None: the input's order)."""
+    def _prepare(self, blocks, features, client, graph):
+        """Hook for estimators with a graph on the rows (``graph``: one given to their fit, or
+        None): returns the feature blocks to fit on and the row order they hold (None: the
+        input's order)."""
         return features, None
 
     def _release(self, client) -> None:

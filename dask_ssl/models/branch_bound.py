@@ -84,8 +84,9 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
         bound, never above the optimum); the last record is the optimal leaf.
     """
 
-    def __init__(self, *, loss="squared_hinge", gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
-                 kernel_params=None, max_nodes=100000, tol=1e-8, max_iter=100, unlabeled=-1):
+    def __init__(self, *, loss="squared_hinge", gamma_A=1e-3, gamma_u=1.0, pos_fraction=None,
+                 kernel="rbf", kernel_params=None, max_nodes=100000, tol=1e-8, max_iter=100,
+                 unlabeled=-1):
         self.loss = loss
         self.gamma_A = gamma_A
         self.gamma_u = gamma_u
@@ -161,7 +162,8 @@ class _Search:
         ``c a^2 gamma_A / (2 (gamma_A + c K_jj))``; every completion adds at least the largest.
         """
         c = self.cost[free]
-        a = np.maximum(0.0, 1.0 - np.abs(f)) if self.est.loss == "squared_hinge" else 1.0 - np.abs(f)
+        hinge = self.est.loss == "squared_hinge"
+        a = np.maximum(0.0, 1.0 - np.abs(f)) if hinge else 1.0 - np.abs(f)
         gamma_A = self.est.gamma_A
         return float(np.max(0.5 * c * a ** 2 * gamma_A / (gamma_A + c * self.K[free, free])))
 
@@ -171,7 +173,8 @@ class _Search:
         Labeling row j with s adds ``c V(s f_j)``; with the node's active rows A (labeled
         ones inside their margin, all of them for ``"squared"``) held fixed, the objective is
         quadratic and the increase is ``c m^2 / (2 (1 + c v_j))``, ``m`` the margin
-        violation ``1 - s f_j``, ``v_j = (K_jj - k_jA S (gamma_A I + S K_AA S)^-1 S k_Aj) / gamma_A``
+        violation ``1 - s f_j``,
+        ``v_j = (K_jj - k_jA S (gamma_A I + S K_AA S)^-1 S k_Aj) / gamma_A``
         the variance of f(x_j) under that quadratic (``S = diag(sqrt(c_A))``).
         """
         P = np.flatnonzero(z != 0)

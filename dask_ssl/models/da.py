@@ -310,7 +310,8 @@ class DADriver:
                   "kl": kl, "inner": inner, "mean_p": sum(p[2] for p in parts) / self.u,
                   "seconds": time.perf_counter() - t0,
                   "round_trips": self.blocks.round_trips, "bytes": self.blocks.bytes_moved}
-        stalled = bool(self.history) and abs(self.history[-1]["entropy"] - entropy) < self.u * est.anneal_tol
+        stalled = bool(self.history) and (abs(self.history[-1]["entropy"] - entropy)
+                                          < self.u * est.anneal_tol)
         self.history.append(record)
         self.stage += 1
         if entropy < self.u * est.anneal_tol or stalled or self.stage >= est.max_stages:

@@ -42,13 +42,12 @@ from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import DriverRows, query_knn
 from ..graph.laplacian import LaplacianOperator
 from ..graph.system import GraphSystem
-from ..graph.weights import LOCAL, Graph, edge_weights, knn_graph, query_widths
+from ..graph.weights import LOCAL, Graph, edge_weights, query_widths
 from ..linalg.block_cg import block_cg
 from ..linalg.recovery import solve_with_restarts
 from ._constraints import POSITIVE, constraints, validate
-from ._graph_params import check_graph_combination, clip_n_neighbors
-from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
-                     to_blocks)
+from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
+from ._input import check_finite_local, fit_input, to_blocks
 
 
 class GraphTransduction(ClassifierMixin, BaseEstimator):
@@ -187,13 +186,10 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
             Seed for block CG (e.g. last night's ``scores_``).
         """
         self._check_params()
-        y, marker = fit_labels(X, y, self.unlabeled, type(self).__name__)
-        X = as_input(X)
-        n_rows = n_rows_of(X)
-        classes, codes = encode_labels(y, n_rows, marker)
+        X, labels = fit_input(self, X, y, graph=graph)
+        classes, codes = labels.classes, labels.codes
+        n_rows = codes.size
         k = clip_n_neighbors(self.n_neighbors, n_rows)
-        if graph is not None and graph.n_rows != n_rows:
-            raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
         if scores_init is not None and np.shape(scores_init) != (n_rows, classes.size):
             raise ValueError(f"scores_init must have shape {(n_rows, classes.size)}, "
                              f"got {np.shape(scores_init)}")
@@ -229,10 +225,7 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         Everything here is on the workers, so a lost worker repeats all of it."""
         if graph is None:
             blocks = to_blocks(X, client, self.n_blocks)
-            graph = knn_graph(blocks, k, metric=self.metric,
-                              weights=self.weights, t=self.t, symmetrize=self.symmetrize,
-                              search_epsilon=self.search_epsilon,
-                              random_state=self.random_state)
+            graph = estimator_graph(self, blocks, k)
         diag = graph_diagnostics(graph)
         warn_graph(diag, labeled)
 

@@ -31,8 +31,8 @@ class KernelDAS3VM(KernelExpansionClassifier):
     Parameters
     ----------
     loss : {"squared_hinge", "squared"}, default="squared_hinge"
-        V: ``"squared_hinge"`` the half squared hinge ``max(0, 1-t)^2/2`` (DA(l2)), alpha-step by finite
-        Newton (index sets i0..i3 of 3.5.1, exact line search); ``"squared"`` the half squared loss
+        V: ``"squared_hinge"`` the half squared hinge ``max(0, 1-t)^2/2`` (DA(l2)), alpha-step
+        by finite Newton (index sets i0..i3 of 3.5.1, exact line search); ``"squared"`` the half squared loss
         ``(1-t)^2/2`` (DA(sqr)), alpha-step Eq 3.10 ``alpha = (K + gamma_A C)^-1 Y``,
         ``C = diag(l..l, u/gamma_u..u/gamma_u)``, ``Y = [y, 2p - 1]``, whose matrix does not
         depend on p: it is factored once per fit (for all classes) and each step is a solve.
@@ -88,10 +88,10 @@ class KernelDAS3VM(KernelExpansionClassifier):
         As :class:`DAS3VM` (``history_`` one record per temperature).
     """
 
-    def __init__(self, *, loss="squared_hinge", gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, kernel="rbf",
-                 kernel_params=None, initial_temperature=10.0, anneal_factor=1.5, anneal_tol=1e-6, max_stages=200,
-                 max_inner=100, tol=1e-8, max_iter=100, unlabeled=-1, checkpoint=None,
-                 verbose=False):
+    def __init__(self, *, loss="squared_hinge", gamma_A=1e-3, gamma_u=1.0, pos_fraction=None,
+                 kernel="rbf", kernel_params=None, initial_temperature=10.0, anneal_factor=1.5,
+                 anneal_tol=1e-6, max_stages=200, max_inner=100, tol=1e-8, max_iter=100,
+                 unlabeled=-1, checkpoint=None, verbose=False):
         self.loss = loss
         self.gamma_A = gamma_A
         self.gamma_u = gamma_u
@@ -193,7 +193,8 @@ class KernelDADriver:
         cpos, cneg = self.cpos_l.copy(), self.cneg_l.copy()
         cpos[self.unl] = self.cu * self.p
         cneg[self.unl] = self.cu * (1.0 - self.p)
-        alpha, f, _, _ = fit_weighted(self.K, cpos, cneg, est.gamma_A, "squared_hinge", self.w, tol=est.tol,
+        alpha, f, _, _ = fit_weighted(self.K, cpos, cneg, est.gamma_A, "squared_hinge", self.w,
+                                      tol=est.tol,
                                       max_iter=est.max_iter)
         return alpha, f
 

@@ -43,7 +43,8 @@ class L2SVM(SupervisedMFN):
     Parameters
     ----------
     gamma_A : float, default=1e-3
-        Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6); LIBLINEAR's C is ``1/(gamma_A l)``.
+        Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6); LIBLINEAR's C is
+        ``1/(gamma_A l)``.
     tol : float, default=1e-6
         tau of the active-set stopping rule and epsilon of CG (svmlin's epsilon).
     max_iter : int, default=100

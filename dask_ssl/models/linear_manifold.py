@@ -32,13 +32,13 @@ import scipy.linalg
 
 from ..graph.data_graph import DataGraph
 from ..graph.laplacian import LaplacianOperator
-from ..graph.weights import Graph, knn_graph
+from ..graph.weights import Graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..linalg.mfn import MFNSolver
 from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
-from ._graph_params import check_graph_combination, clip_n_neighbors
+from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._graph_weight import cv_gamma_I, loo_gamma_I
-from ._input import as_input, n_rows_of
+from ._input import target_columns
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LINEAR_SOLVERS, LinearSSLClassifier
 from .l2svm import hinge_costs, init_blocks
@@ -121,17 +121,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
             As in :meth:`LinearSSLClassifier.fit`.
         """
         self._check_params()
-        X = as_input(X)
-        n_rows = n_rows_of(X)
-        if graph is not None and graph.n_rows != n_rows:
-            raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
-        self._graph_in = graph
-        self._n_neighbors = None if graph is not None else clip_n_neighbors(self.n_neighbors,
-                                                                             n_rows)
-        try:
-            return super().fit(X, y, coef_init=coef_init, resume=resume)
-        finally:
-            self._graph_in = self._n_neighbors = None
+        return self._fit(X, y, graph=graph, coef_init=coef_init, resume=resume)
 
     def _gram_path(self, blocks) -> bool:
         return self.solver == "gram" or (self.solver == "auto"
@@ -141,8 +131,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         """Keep the labeled costs ``c`` and the +1/-1 target columns ``Y`` (0 on unlabeled rows)
         beside the data blocks; returns ``(c, Y)``."""
         labeled = codes >= 0
-        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == cls, 1.0, -1.0))
-                             for cls in targets])
+        Y = target_columns(codes, targets)
         c = np.where(labeled, costs, 0.0)
         self._dg.set_rows("c", c)
         self._dg.set_rows("y", Y)
@@ -170,13 +159,11 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
                                                                  float(self.gamma_A))
         return self.gamma_I_
 
-    def _prepare(self, blocks, features, client):
+    def _prepare(self, blocks, features, client, graph):
         t0 = time.perf_counter()
-        graph = self._graph_in
         if graph is None:
-            graph = knn_graph(blocks, self._n_neighbors, metric=self.metric, weights=self.weights,
-                              t=self.t, symmetrize=self.symmetrize,
-                              search_epsilon=self.search_epsilon, random_state=self.random_state)
+            k = clip_n_neighbors(self.n_neighbors, blocks.n_rows)
+            graph = estimator_graph(self, blocks, k)
         self.graph_seconds_ = time.perf_counter() - t0
         self.graph_ = graph
         self._op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
@@ -358,7 +345,8 @@ class GraphMFNSolver(MFNSolver):
         if direction is not self._dir:
             self._dir, self._gd = direction, self._graph(direction)
         g = self.gamma_I
-        return (gamma_A * (w @ w) + g * (w @ self._gw), gamma_A * (w @ direction) + g * (direction @ self._gw),
+        return (gamma_A * (w @ w) + g * (w @ self._gw),
+                gamma_A * (w @ direction) + g * (direction @ self._gw),
                 gamma_A * (direction @ direction) + g * (direction @ self._gd))
 
     def _reg_matrix(self, gamma_A):

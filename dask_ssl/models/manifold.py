@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..cluster import get_client
 from ..graph.dense import regularizer_matrix
 from ..graph.diagnostics import graph_diagnostics, warn_graph
-from ..graph.weights import Graph, knn_graph
+from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import graph_term_weight
 from ..linalg import RowBlocks
@@ -44,9 +44,8 @@ from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ._constraints import AUTO, COUNT, constraints, validate
-from ._graph_params import check_graph_combination, clip_n_neighbors
-from ._input import (as_input, check_finite_local, encode_labels, fit_labels, n_rows_of,
-                     to_blocks)
+from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
+from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
@@ -182,16 +181,13 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         self._check_params()
         if resume:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
-        y, marker = fit_labels(X, y, self.unlabeled, type(self).__name__)
-        X = as_input(X)
-        n_rows = n_rows_of(X)
-        classes, codes = encode_labels(y, n_rows, marker)
-        if graph is not None and graph.n_rows != n_rows:
-            raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
+        X, labels = fit_input(self, X, y, graph=graph)
+        classes, codes = labels.classes, labels.codes
+        n_rows = codes.size
         if self.n_components is not None:
             if self.n_components > n_rows:
                 raise ValueError(f"n_components={self.n_components} exceeds the {n_rows} rows")
-            self._fit_nystrom(X, y, codes, graph)
+            self._fit_nystrom(X, labels, graph)
             self.fit_seconds_ = time.perf_counter() - t0
             return self
         solver = self.solver
@@ -205,10 +201,8 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         kparams = dict(self.kernel_params or {})
         if self.kernel == "rbf" and "gamma" not in kparams:
             kparams["gamma"] = default_rbf_gamma(points)
-        labeled = codes >= 0
-        targets = [1] if classes.size == 2 else list(range(classes.size))
-        Y = np.column_stack([np.where(~labeled, 0.0, np.where(codes == c, 1.0, -1.0))
-                             for c in targets])
+        labeled = labels.labeled
+        Y = labels.columns()
         K = None
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
@@ -241,7 +235,7 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _fit_nystrom(self, X, y, codes, graph) -> None:
+    def _fit_nystrom(self, X, labels, graph) -> None:
         """The fit in Nystrom feature space (see :mod:`._nystrom_manifold`): the rows stay on
         the workers, the model is an expansion over the landmarks."""
         client = get_client(self.client)
@@ -251,22 +245,20 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
             kparams["gamma"] = blocks_rbf_gamma(blocks)
         setting = self._graph_candidates(blocks.n_rows, graph)[0]
         if graph is None:
-            graph = knn_graph(blocks, setting[0], metric=self.metric, weights=self.weights,
-                              t=self.t, symmetrize=self.symmetrize,
-                              search_epsilon=self.search_epsilon, random_state=self.random_state)
+            graph = estimator_graph(self, blocks, setting[0])
         weight = self._weight(graph)
-        fitted = fit_nystrom(self, blocks, y, graph, setting, kparams, weight, client)
+        fitted = fit_nystrom(self, blocks, labels, graph, setting, kparams, weight, client)
         for key, value in fitted.items():
             setattr(self, key, value)
         self.graph_ = graph
         self.diagnostics_ = graph_diagnostics(graph)
-        warn_graph(self.diagnostics_, codes >= 0)
+        warn_graph(self.diagnostics_, labels.labeled)
         self.n_neighbors_, self.p_ = setting
         self.selection_ = []
         self.kernel_params_ = kparams
         self.gamma_I_effective_ = weight
         self.n_features_in_ = blocks.n_features
-        self.n_labeled_ = int((codes >= 0).sum())
+        self.n_labeled_ = int(labels.labeled.sum())
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
         self.transduction_ = self._labels_from_scores(self.decision_function(blocks))
 
@@ -276,10 +268,8 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         graphs = {}
         for k, _ in candidates:
             if k not in graphs:
-                graphs[k] = graph if k is None else knn_graph(
-                    to_blocks(X, client, self.n_blocks), k, metric=self.metric,
-                    weights=self.weights, t=self.t, symmetrize=self.symmetrize,
-                    search_epsilon=self.search_epsilon, random_state=self.random_state)
+                graphs[k] = graph if k is None else estimator_graph(
+                    self, to_blocks(X, client, self.n_blocks), k)
         if solver == "direct":
             return graphs, self._fit_direct(K, graphs, candidates, Y, labeled)
         return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)

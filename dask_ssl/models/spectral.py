@@ -9,7 +9,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, Transform
 from ..kernels import check_kernel, kernel_matrix
 from ._constraints import POSITIVE, constraints, validate
 from ._graph_kernel import graph_laplacian
-from ._graph_params import check_graph_combination, clip_n_neighbors
+from ._graph_seam import check_graph_combination, clip_n_neighbors
 from ._input import encode_labels
 from ._kernel_s3vm import dense_rows, expansion_scores
 from .base import OneVsRestLabels

@@ -1,6 +1,8 @@
-"""What the per-parameter constraints of the graph estimators cannot say: graph
-hyperparameters (``weights``, ``metric``, ``t``) that do not fit together, and the neighbour
-count a graph on given rows can have."""
+"""The one seam between a graph estimator and its kNN graph (scikit-learn's label propagation
+has ``_build_graph``): the graph settings that do not fit together (what the per-parameter
+constraints cannot say), the neighbour count a graph on given rows can have, and the graph
+itself, built from the estimator's ``metric``, ``weights``, ``t``, ``symmetrize``,
+``search_epsilon`` and ``random_state``."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..graph.weights import check_graph_params
+from ..graph.weights import Graph, check_graph_params, knn_graph
 
 
 def check_graph_combination(est) -> None:
@@ -35,3 +37,11 @@ def clip_n_neighbors(n_neighbors: int, n_rows):
         warnings.warn(f"n_neighbors={n_neighbors} needs more than {n_neighbors} rows; {what} "
                       "(every other row a neighbour)", UserWarning, stacklevel=3)
     return int(ks[0]) if np.ndim(n_rows) == 0 else [int(k) for k in ks]
+
+
+def estimator_graph(est, blocks, n_neighbors: int) -> Graph:
+    """``est``'s kNN graph on the row blocks ``blocks`` with ``n_neighbors`` per row (see
+    :func:`clip_n_neighbors`), built on the workers (:func:`dask_ssl.graph.knn_graph`)."""
+    return knn_graph(blocks, n_neighbors, metric=est.metric, weights=est.weights, t=est.t,
+                     symmetrize=est.symmetrize, search_epsilon=est.search_epsilon,
+                     random_state=est.random_state)
