@@ -301,6 +301,24 @@ def test_nystrom_with_every_row_a_landmark_is_the_exact_laprls(client):
     assert nys.gamma_I_effective_ == exact.gamma_I_effective_ == 10.0 / 60 ** 2
 
 
+@pytest.mark.parametrize("n_components", [None, 30])
+def test_labels_carried_by_the_blocks_read_with_svmlins_marker(client, n_components):
+    """A RowBlocks' own labels mark unlabeled rows with 0 (svmlight files), whatever
+    ``unlabeled`` says; the fit equals the one on the same labels passed with -1, in Nystrom
+    space too (its inner linear model gets the labels as they were read)."""
+    X, y, _, graph = small_problem(client, n=60)
+    classes = np.where(y < 0, 0, np.where(y == 1, 1, -1))   # svmlight: 0 unlabeled, +1/-1
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=2, y=classes)
+    kw = dict(gamma_A=1e-3, gamma_I=10.0, p=1, kernel_params={"gamma": 2.0},
+              n_components=n_components, random_state=0, client=client)
+    read = LapRLS(**kw).fit(blocks, graph=graph)
+    given = LapRLS(**kw).fit(X, y, graph=graph)             # -1 unlabeled, classes 0 / 1
+    np.testing.assert_array_equal(read.classes_, [-1, 1])
+    assert read.n_labeled_ == given.n_labeled_ == int((y >= 0).sum())
+    np.testing.assert_allclose(read.decision_function(X), given.decision_function(X),
+                               rtol=1e-9, atol=1e-12)
+
+
 def test_nystrom_lapsvm_minimizes_its_objective(client):
     """Every row a landmark: the squared-hinge LapSVM objective with the bias regularized by
     gamma_A (LinearLapSVM's), at its minimum, below its value at the exact LapSVM's solution."""
