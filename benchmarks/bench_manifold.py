@@ -8,7 +8,7 @@ classes), RBF kernel, heat-weighted kNN graph, normalized Laplacian to the power
 fresh 2-worker LocalCluster:
 
 - ``graph``: the kNN graph built on the workers (reported apart: both solvers use it);
-- ``primal``: :func:`dask_ssl.kernels.primal.solve_primal` (each kernel pair computed once,
+- ``primal``: :func:`dask_ssl.solvers.primal.solve_primal` (each kernel pair computed once,
   kept in row bands on the workers, float32; PCG with early stopping), squared loss (LapRLS)
   and squared hinge (LapSVM);
 - ``dense``: in a separate process, the same graph gathered: Eq 2.12 by ``np.linalg.solve``
@@ -149,7 +149,7 @@ def warm_up(client, X, y, args, losses):
     """Every step once on a few rows, untimed: the workers compile their numba kernels (kNN,
     Laplacian products per column count, kernel products) once per process."""
     from dask_ssl.graph.weights import knn_graph
-    from dask_ssl.kernels.primal import solve_primal
+    from dask_ssl.solvers.primal import solve_primal
     from dask_ssl.linalg.rowblocks import RowBlocks
 
     data = RowBlocks.from_array(X, client=client, n_blocks=2)
@@ -164,7 +164,7 @@ def warm_up(client, X, y, args, losses):
 def run_primal(n, X, y, lab, args, losses):
     from dask_ssl.graph.weights import knn_graph
     from dask_ssl.kernels.blocks import KernelBlocks
-    from dask_ssl.kernels.primal import solve_primal
+    from dask_ssl.solvers.primal import solve_primal
     from dask_ssl.linalg.rowblocks import RowBlocks
 
     rows = {}

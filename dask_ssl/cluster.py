@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 #: Modules whose functions run on the workers. A fresh worker imports them (scikit-learn
 #: and SciPy with them: seconds on a busy host) and loads their compiled kernels when the
 #: first task needs them; :class:`WarmWorker` does it in the background as the worker starts.
-WORKER_MODULES = ("dask_ssl.linalg.mfn", "dask_ssl.models", "dask_ssl.data", "dask_ssl.graph")
+WORKER_MODULES = ("dask_ssl.solvers.mfn", "dask_ssl.models", "dask_ssl.data", "dask_ssl.graph")
 
 #: Where a started LocalCluster's dashboard listens when one is asked for (``dashboard=True``,
 #: ``dask-ssl --dashboard``): this machine only, on a free port. The dashboard shows task names

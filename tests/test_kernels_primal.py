@@ -11,7 +11,7 @@ from sklearn.neighbors import kneighbors_graph
 from dask_ssl.graph.weights import Graph
 from dask_ssl.kernels.base import kernel_matrix
 from dask_ssl.kernels.blocks import KernelBlocks
-from dask_ssl.kernels.primal import solve_primal
+from dask_ssl.solvers.primal import solve_primal
 from dask_ssl.linalg.rowblocks import RowBlocks
 
 KP = {"gamma": 0.5}

@@ -5,7 +5,7 @@ import pytest
 import scipy.optimize
 import scipy.sparse as sp
 
-from dask_ssl.linalg.mfn import exact_root
+from dask_ssl.linalg.line_search import exact_root
 from dask_ssl.models import L2SVM, RLS
 
 
@@ -154,7 +154,7 @@ def test_exact_root_of_piecewise_linear_derivative():
 
 def test_line_search_lands_on_exact_minimizer(client):
     """The first Newton step from w = 0: the step length minimizes phi along the direction."""
-    from dask_ssl.linalg.mfn import MFNSolver
+    from dask_ssl.solvers.mfn import MFNSolver
     from dask_ssl.models.l2svm import hinge_costs, init_blocks
     from dask_ssl.linalg import RowBlocks
 

@@ -1,4 +1,4 @@
-"""An L2-SVM-MFN solve's state at a checkpoint URL (see :meth:`~dask_ssl.linalg.mfn.MFNSolver.solve`).
+"""An L2-SVM-MFN solve's state at a checkpoint URL (see :meth:`~dask_ssl.solvers.mfn.MFNSolver.solve`).
 
 After every Newton step the driver hands over the iterate ``w``, the steps taken, the CG
 iterations so far and the objective history; when the solve ends, its result. The state is

@@ -28,7 +28,7 @@ from ..kernels import check_kernel, kernel_matrix
 from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
 from ..linalg import RowBlocks
 from ..linalg.blas import single_blas_thread
-from ..linalg.mfn import exact_root
+from ..linalg.line_search import exact_root
 from ._constraints import validate
 from ._input import check_local, fit_input, target_columns
 from .base import OneVsRestLabels, fitted_info, restore_info

@@ -11,7 +11,7 @@ import numba
 import numpy as np
 
 from ..linalg import workerstate
-from ..linalg.mfn import final_outputs
+from ..solvers.mfn import final_outputs
 
 
 def positive_fraction(est, y: np.ndarray) -> float:

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..cluster import get_client
 from ..linalg import RowBlocks, workerstate
 from ..linalg.blas import single_blas_thread
-from ..linalg.mfn import MFNSolver, ws_init
+from ..solvers.mfn import MFNSolver, ws_init
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ._constraints import validate

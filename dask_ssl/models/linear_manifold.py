@@ -34,7 +34,7 @@ from ..graph.data_graph import DataGraph
 from ..graph.laplacian import LaplacianOperator
 from ..graph.weights import Graph
 from ..linalg.block_cg import LocalSystem, block_cg
-from ..linalg.mfn import MFNSolver
+from ..solvers.mfn import MFNSolver
 from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._graph_weight import cv_gamma_I, loo_gamma_I

@@ -14,8 +14,9 @@ term, as in Melacci and Belkin's primal LapSVM). Prediction on any row is
 ``f(x) = sum_i alpha_i K(x_i, x) [+ b]``.
 
 Solvers: ``"direct"`` gathers the rows and the graph on the driver and solves dense
-(``O(n^3)``; one LU factorization for every class column of LapRLS and of the LapSVM dual);
-``"primal"`` is the distributed solver of :mod:`dask_ssl.kernels.primal` (kernel row blocks on
+(:mod:`dask_ssl.solvers.dense`, ``O(n^3)``; one LU factorization for every class column of
+LapRLS and of the LapSVM dual);
+``"primal"`` is the distributed solver of :mod:`dask_ssl.solvers.primal` (kernel row blocks on
 the workers, early stopping) for the same objective. With ``n_components=m`` neither: the rows
 are mapped to m Nystrom features on the workers and the linear estimators solve the same
 objective there (:mod:`._nystrom_manifold`); the model is an expansion over the m landmarks.
@@ -29,7 +30,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lu_factor, lu_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.svm import SVC
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -40,9 +40,9 @@ from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import graph_term_weight
 from ..linalg import RowBlocks
-from ..linalg.mfn import exact_root
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
+from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton
 from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
@@ -299,7 +299,7 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
         return out
 
     def _fit_primal(self, X, client, graphs, setting, Y, labeled, kparams) -> dict:
-        from ..kernels.primal import solve_primal
+        from ..solvers.primal import solve_primal
 
         graph = graphs[setting[0]]
         weight = self._weight(graph)
@@ -315,6 +315,14 @@ class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
         raise NotImplementedError
+
+    def _dense_attributes(self, sol, K, M, weight, Y, labeled, *, bias_in_graph) -> dict:
+        """The fitted attributes of a dense solve (:mod:`dask_ssl.solvers.dense`)."""
+        history = sol.history[0] if len(sol.history) == 1 else sol.history
+        return {"dual_coef_": sol.alpha, "intercept_": sol.intercept,
+                "n_iter_": _squeeze(sol.n_iter), "history_": history,
+                "objective_": _squeeze(self._objective(K, M, weight, sol.alpha, sol.intercept,
+                                                       Y, labeled, bias_in_graph))}
 
     def _objective(self, K, M, weight, alpha, b, Y, labeled, bias_in_graph) -> np.ndarray:
         """The objective of each column at ``(alpha, b)``."""
@@ -493,13 +501,13 @@ class LapRLS(_ManifoldClassifier):
         sparse-graph alternative) or gamma_I (linear paper, ch. 4).
     solver : {"auto", "direct", "primal"}, default "auto"
         ``"direct"``: dense on the driver (n up to a few thousand); ``"primal"``: the
-        distributed solver of :mod:`dask_ssl.kernels.primal`; ``"auto"``: direct up to
+        distributed solver of :mod:`dask_ssl.solvers.primal`; ``"auto"``: direct up to
         ``DIRECT_MAX_ROWS`` rows.
     tol, max_iter
         Tolerance and iteration limit of the iterative solvers.
     early_stopping : bool, default True
         Primal solver: stop a solve once the signs of f on the unlabeled rows stop changing
-        (Melacci and Belkin's rule; see :mod:`dask_ssl.kernels.primal`), before ``tol``.
+        (Melacci and Belkin's rule; see :mod:`dask_ssl.solvers.primal`), before ``tol``.
     n_components : int or None, default None
         None: the exact expansion over all ``n`` training rows (the thesis' ``alpha``). An int
         ``m``: Nystrom features ``Z = K(X, landmarks) K_mm^-1/2`` computed on the workers and the
@@ -549,14 +557,8 @@ class LapRLS(_ManifoldClassifier):
         return (Y - F) ** 2
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
-        n, l = K.shape[0], int(labeled.sum())
-        A = (np.diag(labeled.astype(float)) + (weight * l) * M) @ K
-        A[np.diag_indices(n)] += self.gamma_A * l
-        alpha = lu_solve(lu_factor(A), Y)
-        b = np.zeros(Y.shape[1])
-        return {"dual_coef_": alpha, "intercept_": b, "n_iter_": 1, "history_": [],
-                "objective_": _squeeze(self._objective(K, M, weight, alpha, b, Y, labeled,
-                                                       False))}
+        sol = laprls_direct(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight)
+        return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=False)
 
 
 class LapSVM(_ManifoldClassifier):
@@ -625,111 +627,9 @@ class LapSVM(_ManifoldClassifier):
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
         if self.loss == "hinge":
-            return self._solve_dual(K, M, weight, Y, labeled)
-        return self._solve_newton(K, M, weight, Y, labeled)
-
-    def _solve_dual(self, K, M, weight, Y, labeled) -> dict:
-        n, L = K.shape[0], np.flatnonzero(labeled)
-        l = L.size
-        B = (2.0 * weight) * (M @ K)
-        B[np.diag_indices(n)] += 2.0 * self.gamma_A
-        lu = lu_factor(B)
-        E = np.zeros((n, l))
-        E[L, np.arange(l)] = 1.0
-        Z = lu_solve(lu, E)
-        # 2 gamma_A J K B^-1 J^T is K~ on the labeled rows (Prop 2.5.2): the SVM of the
-        # deformed kernel with C = 1/(2 gamma_A l), the thesis' dual with beta scaled.
-        G = (2.0 * self.gamma_A) * (K[L] @ Z)
-        G = (G + G.T) * 0.5
-        alpha = np.zeros((n, Y.shape[1]))
-        b = np.zeros(Y.shape[1])
-        iters = []
-        for c in range(Y.shape[1]):
-            svc = SVC(kernel="precomputed", C=1.0 / (2.0 * self.gamma_A * l), tol=self.tol,
-                      max_iter=-1).fit(G, Y[L, c])
-            coef = np.zeros(l)
-            coef[svc.support_] = svc.dual_coef_[0]
-            alpha[:, c] = Z @ ((2.0 * self.gamma_A) * coef)
-            b[c] = svc.intercept_[0]
-            iters.append(int(svc.n_iter_[0]))
-        return {"dual_coef_": alpha, "intercept_": b, "n_iter_": _squeeze(np.array(iters)),
-                "history_": [],
-                "objective_": _squeeze(self._objective(K, M, weight, alpha, b, Y, labeled,
-                                                       False))}
-
-    def _solve_newton(self, K, M, weight, Y, labeled) -> dict:
-        n, l = K.shape[0], int(labeled.sum())
-        alpha = np.zeros((n, Y.shape[1]))
-        b = np.zeros(Y.shape[1])
-        iters, history = [], []
-        MK, M1 = M @ K, M.sum(axis=1)
-        for c in range(Y.shape[1]):
-            a, bc, hist = _squared_hinge_newton(K, MK, M1, M, Y[:, c], labeled, l, self.gamma_A,
-                                                weight, self.max_iter, self.tol)
-            alpha[:, c], b[c] = a, bc
-            iters.append(len(hist))
-            history.append(hist)
-        return {"dual_coef_": alpha, "intercept_": b, "n_iter_": _squeeze(np.array(iters)),
-                "history_": history[0] if len(history) == 1 else history,
-                "objective_": _squeeze(self._objective(K, M, weight, alpha, b, Y, labeled,
-                                                       True))}
-
-
-def _squared_hinge_newton(K, MK, M1, M, y, labeled, l, gamma_A, weight, max_iter, tol):
-    """Finite Newton for one column: ``min (1/l) sum_L max(0, 1 - y f)^2 + gamma_A a^T K a +
-    weight f^T M f``, ``f = K a + b``. Each step solves the stationarity conditions on the
-    current active set S,
-
-        (I_S + l w M) f + l gamma_A a = I_S y,      1^T (I_S + l w M) f = 1^T I_S y,
-
-    then moves by an exact line search on the piecewise-quadratic objective (the seeds'
-    L2-SVM-MFN step, :func:`~dask_ssl.linalg.mfn.exact_root`)."""
-    n = K.shape[0]
-    L = np.flatnonzero(labeled)
-    yL = y[L]
-    a, b = np.zeros(n), 0.0
-    history = []
-    for _ in range(max_iter):
-        o = K[L] @ a + b
-        active = L[yL * o < 1.0]
-        s = np.zeros(n)
-        s[active] = 1.0
-        P_K = s[:, None] * K + (l * weight) * MK
-        P_1 = s + (l * weight) * M1
-        A = np.empty((n + 1, n + 1))
-        A[:n, :n] = P_K
-        A[np.diag_indices(n)] += l * gamma_A
-        A[:n, n] = P_1
-        A[n, :n] = P_K.sum(axis=0)
-        A[n, n] = P_1.sum()
-        rhs = np.append(s * y, (s * y).sum())
-        sol = np.linalg.solve(A, rhs)
-        da, db = sol[:n] - a, sol[n] - b
-        step = _line_search(K, M, a, b, da, db, L, yL, l, gamma_A, weight)
-        a, b = a + step * da, b + step * db
-        f = K @ a + b
-        history.append(float(np.mean(np.maximum(0.0, 1.0 - yL * f[L]) ** 2)
-                             + gamma_A * a @ (K @ a) + weight * f @ (M @ f)))
-        if step * np.sqrt(da @ da + db * db) <= tol * max(1.0, np.sqrt(a @ a + b * b)):
-            break
-    return a, b, history
-
-
-def _line_search(K, M, a, b, da, db, L, yL, l, gamma_A, weight) -> float:
-    """argmin over t >= 0 of the objective at ``(a + t da, b + t db)``: the root of its
-    increasing piecewise-linear derivative."""
-    f, df = K @ a + b, K @ da + db
-    Ka, Kda = K @ a, K @ da
-    g = 1.0 - yL * f[L]          # margin slack at t = 0
-    h = yL * df[L]               # its decrease per unit t
-    reg0 = 2.0 * (gamma_A * da @ Ka + weight * df @ (M @ f))
-    reg_slope = 2.0 * (gamma_A * da @ Kda + weight * df @ (M @ df))
-    on = (g > 0) | ((g == 0) & (h < 0))
-    der = reg0 - (2.0 / l) * np.sum(h[on] * g[on])
-    slope = reg_slope + (2.0 / l) * np.sum(h[on] ** 2)
-    moving = h != 0
-    t = np.full(g.shape, -1.0)
-    t[moving] = g[moving] / h[moving]
-    cross = moving & (t > 0)
-    change = np.where(on, -1.0, 1.0) * (2.0 / l) * h ** 2
-    return exact_root(0.0, der, slope, t[cross], change[cross], np.inf)
+            sol = lapsvm_dual(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight,
+                              tol=self.tol)
+            return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=False)
+        sol = lapsvm_newton(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight,
+                            tol=self.tol, max_iter=self.max_iter)
+        return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=True)

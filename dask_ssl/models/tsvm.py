@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from ..linalg import workerstate
-from ..linalg.mfn import final_outputs
+from ..solvers.mfn import final_outputs
 from ._constraints import KERNELS, constraints
 from ._s3vm import (positive_fraction, s3vm_arrays, tsvm_objective, tsvm_objective_parts,
                     ws_unlabeled_outputs)

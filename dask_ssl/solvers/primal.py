@@ -41,10 +41,10 @@ import numpy as np
 from ..graph.laplacian import LaplacianOperator, apply_block, to_inner, to_outer
 from ..graph.weights import Graph
 from ..linalg.kernels import breakpoints_between, line_derivatives
-from ..linalg.mfn import exact_root
+from ..linalg.line_search import exact_root
 from ..linalg.rowblocks import RowBlocks
-from .base import check_kernel
-from .blocks import DTYPES, KernelBlocks
+from ..kernels.base import check_kernel
+from ..kernels.blocks import DTYPES, KernelBlocks
 
 LOSSES = ("squared", "squared_hinge")
 #: Window (PCG iterations) and share of unlabeled rows of the early-stopping rule.

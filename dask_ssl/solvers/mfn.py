@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
-from . import kernels, workerstate
-from .distinct import DistinctRows, distinct_rows
-from .rowblocks import RowBlocks
+from ..linalg import kernels, workerstate
+from ..linalg.distinct import DistinctRows, distinct_rows
+from ..linalg.line_search import exact_root
+from ..linalg.rowblocks import RowBlocks
 
 #: Step lengths evaluated in the first line-search round trip; Newton steps usually land near 1.
 STEP_GRID = np.array([0.0, 1 / 16, 1 / 8, 1 / 4, 3 / 8, 1 / 2, 5 / 8, 3 / 4, 7 / 8, 1.0,
@@ -212,23 +213,6 @@ def ws_breakpoints(i, X, token, lo, hi):
 
 
 # driver side ------------------------------------------------------------------------------
-
-def exact_root(lo: float, der_lo: float, slope_lo: float, positions: np.ndarray,
-               changes: np.ndarray, hi: float) -> float:
-    """Root of a continuous, increasing, piecewise-linear phi' on [lo, hi].
-
-    ``der_lo`` and ``slope_lo`` are phi'(lo) and the right-hand slope there; ``positions`` are
-    the breakpoints in (lo, hi] and ``changes`` the slope change at each.
-    """
-    order = np.argsort(positions, kind="stable")
-    cur, der, slope = lo, der_lo, slope_lo
-    for bp, ch in zip(positions[order], changes[order]):
-        at_bp = der + slope * (bp - cur)
-        if at_bp >= 0.0:
-            break
-        cur, der, slope = bp, at_bp, slope + ch
-    return min(cur - der / slope, hi) if slope > 0 else cur
-
 
 @dataclass
 class MFNResult:

@@ -1,0 +1,12 @@
+"""The solvers the estimators are shells over: plain functions (and the L2-SVM-MFN solver
+object the outer loops keep between calls) that take arrays or row blocks and return named
+results.
+
+- :mod:`.mfn`: L2-SVM-MFN on row blocks (thesis 6.2): Gram + Cholesky or CG Newton systems,
+  exact line search; the linear estimators and the S3VMs' inner solves.
+- :mod:`.primal`: the primal LapRLS / LapSVM on kernel row blocks on the workers.
+- :mod:`.dense`: LapRLS / LapSVM solved dense on the driver.
+
+The graph systems of graph transduction are solved by block CG
+(:func:`dask_ssl.linalg.block_cg.block_cg`) on :class:`dask_ssl.graph.system.GraphSystem`.
+"""
