@@ -40,11 +40,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import DriverRows, query_knn
-from ..graph.laplacian import LaplacianOperator
-from ..graph.system import GraphSystem
 from ..graph.weights import LOCAL, Graph, edge_weights, query_widths
-from ..linalg.block_cg import block_cg
 from ..linalg.recovery import solve_with_restarts
+from ..solvers.graph import solve_graph_system
 from ._constraints import POSITIVE, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
@@ -235,17 +233,11 @@ class GraphTransduction(ClassifierMixin, BaseEstimator):
         fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
         has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
         fidelity[~has_label[diag.labels]] = 1.0
-        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
-                               partition=self.partition)
-        system = GraphSystem(op, self.gamma_I, fidelity, Ybar, X0=scores_init,
-                             preconditioner=self.preconditioner)
-        try:
-            result = block_cg(system, tol=self.tol, maxiter=self.max_iter)
-            F = system.solution()
-        finally:
-            system.close()
-            op.close()
-        return graph, diag, F, result
+        sol = solve_graph_system(graph, fidelity, Ybar, gamma_I=self.gamma_I,
+                                 normalized=self.normalized, p=self.p, partition=self.partition,
+                                 preconditioner=self.preconditioner, tol=self.tol,
+                                 max_iter=self.max_iter, X0=scores_init)
+        return graph, diag, sol.F, sol.cg
 
     def __getstate__(self):
         # graph_ is futures of the fit's client, which do not pickle. What placing new rows

@@ -6,7 +6,5 @@ results.
   exact line search; the linear estimators and the S3VMs' inner solves.
 - :mod:`.primal`: the primal LapRLS / LapSVM on kernel row blocks on the workers.
 - :mod:`.dense`: LapRLS / LapSVM solved dense on the driver.
-
-The graph systems of graph transduction are solved by block CG
-(:func:`dask_ssl.linalg.block_cg.block_cg`) on :class:`dask_ssl.graph.system.GraphSystem`.
+- :mod:`.graph`: the graph transduction system by block CG on the workers.
 """
