@@ -287,11 +287,11 @@ def _files(d):
 
 def _count_line_searches(monkeypatch):
     """Line searches (one per Newton step but the last) made from now on."""
-    from dask_ssl.models.linear_manifold import GraphMFNSolver
+    from dask_ssl.solvers.mfn import MFNSolver
 
     calls = []
-    search = GraphMFNSolver._line_search
-    monkeypatch.setattr(GraphMFNSolver, "_line_search",
+    search = MFNSolver._line_search
+    monkeypatch.setattr(MFNSolver, "_line_search",
                         lambda self, *a: calls.append(1) or search(self, *a))
     return calls
 

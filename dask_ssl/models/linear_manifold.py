@@ -34,7 +34,7 @@ from ..graph.data_graph import DataGraph
 from ..graph.laplacian import LaplacianOperator
 from ..graph.weights import Graph
 from ..linalg.block_cg import LocalSystem, block_cg
-from ..solvers.mfn import MFNSolver
+from ..solvers.mfn import MFNSolver, RidgeTerm
 from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._graph_weight import cv_gamma_I, loo_gamma_I
@@ -308,8 +308,8 @@ class LinearLapRLS(_LinearManifold):
                  "history": history[j]} for j in range(len(targets))]
 
 
-class GraphMFNSolver(MFNSolver):
-    """L2-SVM-MFN with the graph term ``gamma_I/2 o^T M o`` in its regularizer
+class GraphTerm(RidgeTerm):
+    """L2-SVM-MFN's regularizer with the graph term ``gamma_I/2 o^T M o``:
     ``1/2 w^T R w``, ``R = gamma_A I + gamma_I [X,1]^T M [X,1]``.
 
     Every Newton system gets ``gamma_I X^T M X``: the matrix ``H`` on the small-d path, the
@@ -317,11 +317,11 @@ class GraphMFNSolver(MFNSolver):
     large-d path. The graph term is a quadratic in the step: the exact line search adds
     ``gamma_I (w^T H d + delta d^T H d)`` to phi', with ``H d`` computed once per Newton step
     (on the driver from ``H``, or one graph product) and ``H w`` carried along the steps.
+    ``cg_trips`` and ``cg_products`` count the round trips and products of the CG path.
     """
 
-    def __init__(self, blocks, token, *, data_graph: DataGraph, gamma_I: float, H=None, **kw):
-        super().__init__(blocks, token, **kw)
-        self.dg, self.gamma_I, self.H = data_graph, float(gamma_I), H
+    def __init__(self, data_graph: DataGraph, gamma_I: float, token: str, H=None):
+        self.dg, self.gamma_I, self.token, self.H = data_graph, float(gamma_I), token, H
         self._dir = None
         self.cg_trips = self.cg_products = 0
 
@@ -331,17 +331,17 @@ class GraphMFNSolver(MFNSolver):
             return self.H @ v
         return self.dg.product(v, gamma_I=1.0)
 
-    def _begin(self, w):
+    def begin(self, w):
         self._gw = self._graph(w) if w.any() else np.zeros_like(w)
 
-    def _moved(self, w, delta, direction):
+    def moved(self, w, delta, direction):
         self._gw = self._gw + delta * self._gd
         return w + delta * direction
 
-    def _reg_apply(self, gamma_A, w):
+    def apply(self, gamma_A, w):
         return gamma_A * w + self.gamma_I * self._gw
 
-    def _reg_form(self, gamma_A, w, direction):
+    def form(self, gamma_A, w, direction):
         if direction is not self._dir:
             self._dir, self._gd = direction, self._graph(direction)
         g = self.gamma_I
@@ -349,13 +349,14 @@ class GraphMFNSolver(MFNSolver):
                 gamma_A * (w @ direction) + g * (direction @ self._gw),
                 gamma_A * (direction @ direction) + g * (direction @ self._gd))
 
-    def _reg_matrix(self, gamma_A):
-        return gamma_A * np.eye(self.dim) + self.gamma_I * self.H
+    def matrix(self, gamma_A, dim):
+        return gamma_A * np.eye(dim) + self.gamma_I * self.H
 
-    def _normal_product(self, gamma_A, p):
-        trips = self.blocks.round_trips
+    def normal_product(self, gamma_A, p, solver):
+        # the data's active-set product rides in the graph product's round trips
+        trips = solver.blocks.round_trips
         out = gamma_A * p + self.dg.product(p, gamma_I=self.gamma_I, weights=(self.token, "a"))
-        self.cg_trips += self.blocks.round_trips - trips
+        self.cg_trips += solver.blocks.round_trips - trips
         self.cg_products += 1
         return out
 
@@ -439,12 +440,12 @@ class LinearLapSVM(_LinearManifold):
     def _fit_binary(self, blocks, y, costs, w0, token):
         checkpoint = self._newton_checkpoint(y, costs)
         init_blocks(blocks, token, hinge_costs(y, costs))
-        solver = GraphMFNSolver(blocks, token, data_graph=self._dg, gamma_I=self.gamma_I_,
-                                H=self._H, bias=self.fit_intercept, gram=self._H is not None,
-                                tol=self.tol, max_newton=self.max_iter)
+        term = GraphTerm(self._dg, self.gamma_I_, token, H=self._H)
+        solver = MFNSolver(blocks, token, bias=self.fit_intercept, gram=self._H is not None,
+                           tol=self.tol, max_newton=self.max_iter, regularizer=term)
         res = solver.solve(w0, self.gamma_A, checkpoint=checkpoint)
         self._n_cg.append(res.n_cg)
-        self._cg_trips[0] += solver.cg_trips
-        self._cg_trips[1] += solver.cg_products
+        self._cg_trips[0] += term.cg_trips
+        self._cg_trips[1] += term.cg_products
         return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
                 "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}

@@ -214,6 +214,42 @@ def ws_breakpoints(i, X, token, lo, hi):
 
 # driver side ------------------------------------------------------------------------------
 
+class RidgeTerm:
+    """The regularizer ``1/2 w^T R w`` of L2-SVM-MFN, ``R = gamma_A I`` (svmlin's, bias
+    included).
+
+    A solver asks it for ``R w``, the quadratic forms along a Newton direction (the exact line
+    search), ``R`` as a matrix (small-d path) and the CG product ``(R + X^T A X) p``, and tells
+    it where each solve starts and each step lands, so that a term whose products cost round
+    trips can carry them along the steps. Another quadratic term is another object with these
+    methods (the graph term of the linear Laplacian SVM:
+    :class:`dask_ssl.models.linear_manifold.GraphTerm`).
+    """
+
+    def begin(self, w) -> None:
+        """A solve starts at ``w``."""
+
+    def moved(self, w, delta, direction):
+        """The iterate after a line-search step of length ``delta`` along ``direction``."""
+        return w + delta * direction
+
+    def apply(self, gamma_A, w):
+        """``R w`` at the current iterate ``w``."""
+        return gamma_A * w
+
+    def form(self, gamma_A, w, direction):
+        """``(w^T R w, w^T R d, d^T R d)`` for the line search along ``d``."""
+        return gamma_A * (w @ w), gamma_A * (w @ direction), gamma_A * (direction @ direction)
+
+    def matrix(self, gamma_A, dim):
+        """``R`` as a ``dim x dim`` matrix."""
+        return gamma_A * np.eye(dim)
+
+    def normal_product(self, gamma_A, p, solver):
+        """``(R + X^T A X) p``: the data's part is ``solver``'s (one round trip)."""
+        return gamma_A * p + solver.data_normal_product(p)
+
+
 @dataclass
 class MFNResult:
     w: np.ndarray
@@ -243,11 +279,14 @@ class MFNSolver:
         Otherwise conjugate gradients on the normal equations, one round trip per iteration.
     tol : float
         tau of the stopping rule (6.2.3) and epsilon of CG (svmlin: 1e-6 both).
+    regularizer : RidgeTerm, optional
+        The quadratic term ``1/2 w^T R w``; default ``gamma_A I``.
     """
 
     def __init__(self, blocks: RowBlocks, token: str, *, bias: bool = True, gram: bool = True,
                  tol: float = 1e-6, cg_tol: float | None = None, max_newton: int = 100,
-                 max_cg: int = 1000, refresh_every: int = 30):
+                 max_cg: int = 1000, refresh_every: int = 30, regularizer=None):
+        self.reg = RidgeTerm() if regularizer is None else regularizer
         self.blocks = blocks
         self.token = token
         self.bias = bias
@@ -270,30 +309,9 @@ class MFNSolver:
     def dim(self) -> int:
         return self.blocks.n_features + (1 if self.bias else 0)
 
-    # The regularizer ``1/2 w^T R w``, here ``R = gamma_A I``. A subclass with another quadratic
-    # term (the graph term of Laplacian SVMs) overrides these five hooks and ``_begin``/``_moved``.
-    def _reg_apply(self, gamma_A, w):
-        """``R w`` for the current iterate ``w``."""
-        return gamma_A * w
-
-    def _reg_form(self, gamma_A, w, direction):
-        """``(w^T R w, w^T R d, d^T R d)`` for the line search along ``d``."""
-        return gamma_A * (w @ w), gamma_A * (w @ direction), gamma_A * (direction @ direction)
-
-    def _reg_matrix(self, gamma_A):
-        """``R`` as a matrix (small-d path)."""
-        return gamma_A * np.eye(self.dim)
-
-    def _normal_product(self, gamma_A, p):
-        """``(R + X^T A X) p``: one CG product (one round trip)."""
-        return gamma_A * p + sum(self._map(ws_normal_product, p, self.bias, combine=sum))
-
-    def _begin(self, w):
-        """Called with the starting iterate of :meth:`solve`."""
-
-    def _moved(self, w, delta, direction):
-        """The iterate after a line-search step."""
-        return w + delta * direction
+    def data_normal_product(self, p):
+        """``X^T A X p`` over the blocks' active rows (one round trip)."""
+        return sum(self._map(ws_normal_product, p, self.bias, combine=sum))
 
     def _map(self, fn, *args, per_block=None, combine=None):
         return self.blocks.call(fn, self.token, *args, per_block=per_block, combine=combine)
@@ -306,13 +324,13 @@ class MFNSolver:
         (A Jacobi preconditioner took more iterations on the RCV1-like TSVM, 1467 trips
         against 1256: the rows are l2-normalized and the diagonal says little.)"""
         w = w0.copy()
-        r = rhs - (self._reg_apply(gamma_A, w) + product_w0)
+        r = rhs - (self.reg.apply(gamma_A, w) + product_w0)
         target = self.cg_tol * max(np.linalg.norm(rhs), 1e-300)
         p = r.copy()
         rr = r @ r
         it = 0
         while np.sqrt(rr) > target and it < self.max_cg:
-            q = self._normal_product(gamma_A, p)
+            q = self.reg.normal_product(gamma_A, p, self)
             alpha = rr / (p @ q)
             w += alpha * p
             r -= alpha * q
@@ -328,7 +346,7 @@ class MFNSolver:
         slope = np.sum([p[2] for p in parts], axis=0)
         val = np.sum([p[3] for p in parts], axis=0)
         counts = np.sum([p[4] for p in parts], axis=0)
-        ww, wd, dd = self._reg_form(gamma_A, w, direction)
+        ww, wd, dd = self.reg.form(gamma_A, w, direction)
         der = der + wd + deltas * dd
         slope = slope + dd
         # (w + delta d)^T R (w + delta d) expanded: no grid x d array on the driver
@@ -399,7 +417,7 @@ class MFNSolver:
             w, at_w = saved["w"].copy(), False
             start, n_cg, history = saved["steps"], saved["n_cg"], list(saved["history"])
         self._epilogue = epilogue
-        self._begin(w)
+        self.reg.begin(w)
         for it in range(start, self.max_newton):
             # The Gram matrix carries over between solves (switches, stages): only rows whose
             # cost or side of the margin changed are sent, with a full rebuild now and then.
@@ -410,13 +428,13 @@ class MFNSolver:
             parts = self._map(ws_assemble, w, step, self.bias, self.gram, full, at_w and it == 0,
                               per_block=per_block, combine=sum_parts)
             loss = sum(p[2] for p in parts)
-            history.append(0.5 * (w @ self._reg_apply(gamma_A, w)) + loss)
+            history.append(0.5 * (w @ self.reg.apply(gamma_A, w)) + loss)
             if self.gram:
                 dG = kernels.unpack_symmetric(np.sum([p[0] for p in parts], axis=0), self.dim)
                 d_rhs = np.sum([p[1] for p in parts], axis=0)
                 self._G = dG if full else self._G + dG
                 self._rhs = d_rhs if full else self._rhs + d_rhs
-                H = self._G + self._reg_matrix(gamma_A)
+                H = self._G + self.reg.matrix(gamma_A, self.dim)
                 wbar = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), self._rhs)
             else:
                 rhs = np.sum([p[1] for p in parts], axis=0)
@@ -433,7 +451,7 @@ class MFNSolver:
                 return self._saved(checkpoint, MFNResult(wbar, objective, it + 1, n_cg, True,
                                                          history, [p[5] for p in parts]))
             delta = self._line_search(w, direction, gamma_A, grid, [p[6] for p in parts])
-            w = self._moved(w, delta, direction)
+            w = self.reg.moved(w, delta, direction)
             step = delta
             if checkpoint is not None:
                 checkpoint.save({"steps": it + 1, "w": w, "n_cg": n_cg, "history": history})
@@ -452,7 +470,7 @@ class MFNSolver:
     def _finish(self, w, step, gamma_A, n_newton, n_cg, converged, history) -> MFNResult:
         """Leave the workers' outputs at the returned w; the objective is evaluated there."""
         parts = self._map(ws_advance, step, self._epilogue)
-        objective = float(0.5 * (w @ self._reg_apply(gamma_A, w)) + sum(p[0] for p in parts))
+        objective = float(0.5 * (w @ self.reg.apply(gamma_A, w)) + sum(p[0] for p in parts))
         history.append(objective)
         self._w_out = w
         return MFNResult(w, objective, n_newton, n_cg, converged, history,
