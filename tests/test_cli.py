@@ -336,3 +336,19 @@ def test_linlapsvm_fit_killed_after_a_newton_step_resumes_from_the_shell(client,
     assert resumed["objective"] == pytest.approx(whole["objective"], rel=1e-10)
     np.testing.assert_allclose(load_model(tmp_path / "resumed").coef_,
                                load_model(tmp_path / "whole").coef_, rtol=1e-8)
+
+
+def test_fit_checks_the_parameters_once(client, tmp_path, monkeypatch):
+    # before reading the data (the flags), and not again inside the fit
+    from sklearn.base import BaseEstimator
+
+    checked = []
+    original = BaseEstimator._validate_params
+    monkeypatch.setattr(BaseEstimator, "_validate_params",
+                        lambda self: checked.append(type(self).__name__) or original(self))
+    data = tmp_path / "train.svm"
+    write_problem(data, unlabeled_every=3)
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", "tsvm", "--gamma-A", "0.01",
+                     "--model-out", str(tmp_path / "model")]) == 0
+    assert [name for name in checked if name == "TSVM"] == ["TSVM"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 from numbers import Integral, Real
 
+from sklearn import get_config
 from sklearn.metrics.pairwise import KERNEL_PARAMS
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -97,7 +98,14 @@ def constraints(init, **overrides) -> dict:
 
 def validate(est) -> None:
     """Check every hyperparameter of ``est`` against its ``_parameter_constraints``; a value
-    under an old spelling (``loss="l2"``) gets an error naming the new one."""
+    under an old spelling (``loss="l2"``) gets an error naming the new one.
+
+    Inside scikit-learn's ``config_context(skip_parameter_validation=True)`` nothing is
+    checked: the commands check an estimator's parameters before reading any data and fit it
+    in that context, so that one fit checks them once.
+    """
+    if get_config()["skip_parameter_validation"]:
+        return
     for name, value in est.get_params(deep=False).items():
         new = renamed_value(name, value)
         if new is not None:

@@ -100,6 +100,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_resume(args) -> int:
+    from .estimators import build_estimator
     from .runner import read_run, run_workflow
 
     target = Path(args.target)
@@ -110,6 +111,10 @@ def cmd_resume(args) -> int:
     _check_detach(args)
     run_dir = target.resolve()
     doc, state = read_run(run_dir)
+    # the run's fit does not check its parameters (they were, when the run was made): check
+    # them again here, before any work, in case workflow.json changed since
+    estimator = doc["estimator"]
+    build_estimator(estimator["name"], estimator.get("params") or {})._check_params()
     if state["status"] == "finished":
         print(f"dask-ssl: run {run_dir.name} already finished; nothing to resume")
         return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn import config_context
 
 from ..linalg import RowBlocks
 from . import metrics as metrics_mod
@@ -144,7 +145,10 @@ class Steps:
         if self.resume and checkpoint and _exists(checkpoint):
             # An outer loop interrupted mid-way goes on from its last stage.
             fit_kw["resume"] = True
-        with self.progress.phase("fit", counter=lambda: train.round_trips, unit="round trips"):
+        # The estimator section was checked when the workflow was loaded (or the flags read),
+        # before any data: the fit does not check its parameters again.
+        with self.progress.phase("fit", counter=lambda: train.round_trips, unit="round trips"), \
+                config_context(skip_parameter_validation=True):
             est.fit(train, y_train, **fit_kw)
         est.client = None
         if last:
