@@ -20,6 +20,7 @@ from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ._constraints import validate
 from ._input import check_finite_local, fit_input, target_columns, to_blocks
+from ._part import fit_parts
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
 GRAM_MAX_FEATURES = 1000
@@ -132,7 +133,6 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         t0 = time.perf_counter()
         if resume and getattr(self, "checkpoint", None) is None:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
-        self._resume = resume
         self.restarts_ = 0
         X, labels = fit_input(self, X, y, graph=graph)
         classes, codes, marker = labels.classes, labels.codes, labels.marker
@@ -145,10 +145,11 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             fit_part = self._fit_supervised
         n_labeled = int(labels.labeled.sum())
         targets = labels.targets
+        parts = fit_parts(getattr(self, "checkpoint", None), len(targets), resume)
         # The stage loops restore their own snapshots; a worker lost anywhere else (input
         # check, feature map, graph, a solve without stages) repeats the fit's worker part.
         (blocks, results, order), restarts = solve_with_restarts(
-            lambda: self._fit_on_workers(X, client, codes, weights, targets, coef_init,
+            lambda: self._fit_on_workers(X, client, codes, weights, targets, parts, coef_init,
                                          fit_part, graph), what=type(self).__name__)
         self.restarts_ += restarts
         W = np.vstack([out["w"] for out in results])
@@ -175,7 +176,8 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _fit_on_workers(self, X, client, codes, weights, targets, coef_init, fit_part, graph):
+    def _fit_on_workers(self, X, client, codes, weights, targets, parts, coef_init, fit_part,
+                        graph):
         """Input blocks, feature map, graph (``_prepare``) and the per-target fits:
         ``(blocks, results, row order)``."""
         blocks = to_blocks(X, client, self.n_blocks)
@@ -200,23 +202,24 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             # gains nothing there, and its spinning threads took a whole core from the
             # workers of a LocalCluster (RCV1-like TSVM: driver CPU 48 s in a 50 s fit).
             with single_blas_thread():
-                results = self._fit_targets(features, codes, targets, costs, coef_init, client,
-                                            fit_part)
+                results = self._fit_targets(features, codes, targets, parts, costs, coef_init,
+                                            client, fit_part)
         finally:
             self._release(client)
         return blocks, results, order
 
-    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
+    def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
+                     fit_part) -> list:
         """One ``fit_part`` (``_fit_binary``, or ``_fit_supervised`` without unlabeled rows)
-        result per one-vs-rest target (a subclass may solve them together)."""
+        result per one-vs-rest target and its :class:`~._part.Part` (a subclass may solve
+        them together)."""
         results = []
-        for k, cls in enumerate(targets):
-            self._part = (k, len(targets))
+        for k, (cls, part) in enumerate(zip(targets, parts)):
             yk = target_columns(codes, [cls])[:, 0]
             token = f"{type(self).__name__}-{uuid.uuid4().hex[:12]}"
             try:
                 results.append(fit_part(blocks, yk, costs, None if coef_init is None
-                                        else coef_init[k], token))
+                                        else coef_init[k], token, part))
             finally:
                 client.run(workerstate.drop, token)
         return results
@@ -230,7 +233,7 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
     def _release(self, client) -> None:
         """Hook: free what :meth:`_prepare` set up on the workers."""
 
-    def _fit_supervised(self, blocks, y, costs, w0, token) -> dict:
+    def _fit_supervised(self, blocks, y, costs, w0, token, part) -> dict:
         """One L2-SVM-MFN solve on the labeled rows (L2SVM, and S3VMs without unlabeled rows)."""
         init_blocks(blocks, token, hinge_costs(y, costs))
         # every row is labeled here: the transduction is the labels themselves
@@ -259,24 +262,12 @@ class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
             return None
         return self._feature_map().fit(blocks)
 
-    def _part_checkpoint(self) -> str | None:
-        """The checkpoint location of the current one-vs-rest part: ``checkpoint`` itself, or
-        its ``part-<k>`` subdirectory when there are several parts."""
-        k, n_parts = self._part
-        url = self.checkpoint
-        if url is not None and n_parts > 1:
-            url = f"{url.rstrip('/')}/part-{k}"
-        return url
-
-    def _stage_loop(self, driver):
-        """The resumable loop for the current one-vs-rest part (checkpoint per part)."""
+    def _run_stages(self, driver, w0, part) -> dict:
+        """The resumable stage loop of one part (checkpoint per part)."""
         from ..loop import StageLoop
 
-        return StageLoop(driver, checkpoint=self._part_checkpoint(), verbose=self.verbose)
-
-    def _run_stages(self, driver, w0) -> dict:
-        loop = self._stage_loop(driver)
-        loop.run(w0, resume=self._resume)
+        loop = StageLoop(driver, checkpoint=part.checkpoint, verbose=self.verbose)
+        loop.run(w0, resume=part.resume)
         self.restarts_ += loop.restarts
         return driver.result()
 

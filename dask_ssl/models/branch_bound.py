@@ -100,7 +100,7 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
 
     _parameter_constraints = constraints(__init__, loss=[KERNEL_S3VM_LOSSES])
 
-    def _fit_binary(self, K, y):
+    def _fit_binary(self, K, y, part):
         u = int((y == 0).sum())
         n_pos = round(positive_fraction(self, y) * u)
         if not 0 < n_pos < u:

@@ -111,15 +111,12 @@ class KernelDAS3VM(KernelExpansionClassifier):
 
     _parameter_constraints = constraints(__init__, loss=[KERNEL_S3VM_LOSSES])
 
-    def _fit_binary(self, K, y):
+    def _fit_binary(self, K, y, part):
         from ..loop import StageLoop
 
         driver = KernelDADriver(self, K, y, positive_fraction(self, y))
-        k, n_parts = self._part
-        url = self.checkpoint
-        if url is not None and n_parts > 1:
-            url = f"{url.rstrip('/')}/part-{k}"
-        StageLoop(driver, checkpoint=url, verbose=self.verbose).run(resume=self._resume)
+        StageLoop(driver, checkpoint=part.checkpoint, verbose=self.verbose).run(
+            resume=part.resume)
         return driver.result()
 
 

@@ -29,7 +29,7 @@ class SupervisedMFN(LinearSSLClassifier):
 
     _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS])
 
-    def _fit_binary(self, blocks, y, costs, w0, token):
+    def _fit_binary(self, blocks, y, costs, w0, token, part):
         init_blocks(blocks, token, self._row_arrays(y, costs))
         return self._solve_mfn(blocks, token, w0)
 

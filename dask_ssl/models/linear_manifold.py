@@ -255,15 +255,17 @@ class LinearLapRLS(_LinearManifold):
     feature_map_ : NystromFeatures or None
     """
 
-    def _cg_checkpoint(self, product, R):
-        """The CG state's checkpoint (see :func:`_fingerprint`)."""
+    def _cg_checkpoint(self, product, R, resume):
+        """The CG state's checkpoint (see :func:`_fingerprint`): one for all the targets,
+        solved together."""
         if self.checkpoint is None:
             return None
         from ..loop.cg import CGCheckpoint
 
-        return CGCheckpoint(self.checkpoint, _fingerprint(product, R), resume=self._resume)
+        return CGCheckpoint(self.checkpoint, _fingerprint(product, R), resume=resume)
 
-    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
+    def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
+                     fit_part) -> list:
         dg = self._dg
         c, Y = self._set_targets(codes, targets, costs)
         gamma_A = float(self.gamma_A)
@@ -289,7 +291,7 @@ class LinearLapRLS(_LinearManifold):
                 products[0] += 1
                 return apply(P)
 
-            checkpoint = self._cg_checkpoint(apply, R)
+            checkpoint = self._cg_checkpoint(apply, R, parts[0].resume)
             system = LocalSystem(product, R, None if coef_init is None else coef_init.T)
             trips = blocks.round_trips
             res = block_cg(system, tol=self.tol, maxiter=self.max_iter, checkpoint=checkpoint)
@@ -399,7 +401,8 @@ class LinearLapSVM(_LinearManifold):
     As :class:`LinearLapRLS`; ``n_iter_`` counts Newton steps, ``n_cg_`` CG iterations.
     """
 
-    def _fit_targets(self, blocks, codes, targets, costs, coef_init, client, fit_part) -> list:
+    def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
+                     fit_part) -> list:
         self._H = self._dg.gram() if self._gram_path(blocks) else None
         if self.gamma_I == "auto":
             self._set_targets(codes, targets, costs)
@@ -407,8 +410,8 @@ class LinearLapSVM(_LinearManifold):
                            else self._dg.weighted_gram("c", "y")[0], self._H)
         self._n_cg, self._cg_trips = [], [0, 0]
         try:
-            results = super()._fit_targets(blocks, codes, targets, costs, coef_init, client,
-                                           fit_part)
+            results = super()._fit_targets(blocks, codes, targets, parts, costs, coef_init,
+                                           client, fit_part)
         finally:
             self._H = None
         self.n_cg_ = self._n_cg[0] if len(self._n_cg) == 1 else np.array(self._n_cg)
@@ -416,11 +419,11 @@ class LinearLapSVM(_LinearManifold):
         self.round_trips_per_iter_ = trips / products if products else None
         return results
 
-    def _newton_checkpoint(self, y, costs):
-        """The current part's Newton checkpoint, identified (:func:`_fingerprint`) by
+    def _newton_checkpoint(self, y, costs, part):
+        """``part``'s Newton checkpoint, identified (:func:`_fingerprint`) by
         ``X_l^T C y`` and ``(gamma_A I + X_l^T C X_l + gamma_I X^T M X)`` times the probe:
         the data, graph, labels, costs and parameters of this part's problem."""
-        url = self._part_checkpoint()
+        url = part.checkpoint
         if url is None:
             return None
         from ..loop.checkpoint import has_checkpoint
@@ -434,11 +437,11 @@ class LinearLapSVM(_LinearManifold):
             lambda P: gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c")),
             dg.rhs("c", "y"))
         # a fit cut before a later class began left no state for it: that part starts afresh
-        resume = self._resume and (self._part[0] == 0 or has_checkpoint(url))
+        resume = part.resume and (part.index == 0 or has_checkpoint(url))
         return NewtonCheckpoint(url, fingerprint, resume=resume)
 
-    def _fit_binary(self, blocks, y, costs, w0, token):
-        checkpoint = self._newton_checkpoint(y, costs)
+    def _fit_binary(self, blocks, y, costs, w0, token, part):
+        checkpoint = self._newton_checkpoint(y, costs, part)
         init_blocks(blocks, token, hinge_costs(y, costs))
         term = GraphTerm(self._dg, self.gamma_I_, token, H=self._H)
         solver = MFNSolver(blocks, token, bias=self.fit_intercept, gram=self._H is not None,

@@ -238,9 +238,9 @@ class TSVM(LinearSSLClassifier):
     _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS],
                                          kernel=[KERNELS, callable, None])
 
-    def _fit_binary(self, blocks, y, costs, w0, token):
+    def _fit_binary(self, blocks, y, costs, w0, token, part):
         r = positive_fraction(self, y)
-        return self._run_stages(TSVMDriver(self, blocks, y, costs, r, token), w0)
+        return self._run_stages(TSVMDriver(self, blocks, y, costs, r, token), w0, part)
 
 
 class TSVMDriver:
