@@ -58,14 +58,14 @@ def test_folds_partition_the_labeled_rows_stratified(marker):
 def test_random_state_reproduces_the_folds_and_shuffle_false_keeps_row_order():
     X, y = semi_labels()
 
-    def tests(**kw):
+    def held_out(**kw):
         return [test.tolist() for _, test in LabeledStratifiedKFold(n_splits=3, **kw).split(X, y)]
 
-    assert tests(random_state=1) == tests(random_state=1)
-    assert tests(random_state=1) != tests(random_state=2)
+    assert held_out(random_state=1) == held_out(random_state=1)
+    assert held_out(random_state=1) != held_out(random_state=2)
     # unshuffled, each class's labeled rows are cut into consecutive runs, in row order
     labeled = np.flatnonzero(y != -1)
-    first = np.asarray(tests(shuffle=False)[0])
+    first = np.asarray(held_out(shuffle=False)[0])
     for c in (10, 20, 30):
         rows = labeled[y[labeled] == c]
         np.testing.assert_array_equal(first[y[first] == c], rows[:len(first[y[first] == c])])
