@@ -4,7 +4,7 @@ estimator."""
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import accuracy_score
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.semi_supervised import LabelSpreading
@@ -153,14 +153,17 @@ def test_grid_search_tunes_label_spreading():
     assert truth[20.0] > truth[0.01] + 0.05, truth
 
 
-def test_grid_search_and_cross_val_score_tune_a_dask_ssl_estimator(client):
-    # the estimator finds the session client as the default one: GridSearchCV clones its
-    # parameters (a deep copy), which a Client passed as client= would not survive
+@pytest.mark.parametrize("given_client", [False, True])
+def test_grid_search_and_cross_val_score_tune_a_dask_ssl_estimator(client, given_client):
+    # client= or the default client: a search clones the estimator, and the clone shares the
+    # client (a connection, which a deep copy would not survive)
     X, t, y = moons()
     grid = {"n_neighbors": [5, 60]}  # 60 of 100 rows: the graph joins the two moons
     cv = LabeledStratifiedKFold(n_splits=3, random_state=0)
-    search = GridSearchCV(LapRLS(p=1), grid, cv=cv, scoring=labeled_scorer("error"),
+    est = LapRLS(p=1, client=client) if given_client else LapRLS(p=1)
+    search = GridSearchCV(est, grid, cv=cv, scoring=labeled_scorer("error"),
                           error_score="raise").fit(X, y)
+    assert search.best_estimator_.client is (client if given_client else None)
     assert search.best_params_ == {"n_neighbors": 5}
     scores = search.cv_results_["mean_test_score"]
     assert np.all(scores <= 0) and scores[0] > scores[1]
@@ -170,3 +173,11 @@ def test_grid_search_and_cross_val_score_tune_a_dask_ssl_estimator(client):
     folds = cross_val_score(LapRLS(p=1, n_neighbors=5), X, y, cv=cv,
                             scoring=labeled_scorer(), error_score="raise")
     np.testing.assert_allclose(folds.mean(), 1 + scores[0])
+
+
+def test_clone_shares_the_client_and_clones_the_rest(client):
+    est = LapRLS(p=1, kernel_params={"gamma": 0.5}, client=client)
+    twin = clone(est)
+    assert twin is not est and twin.client is client
+    assert twin.kernel_params == est.kernel_params and twin.kernel_params is not est.kernel_params
+    assert est.client is client  # the original keeps its client

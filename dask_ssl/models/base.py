@@ -18,6 +18,7 @@ from ..linalg.blas import single_blas_thread
 from ..solvers.mfn import MFNSolver, ws_init
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
+from ._clone import SharesClient
 from ._constraints import validate
 from ._input import check_finite_local, fit_input, target_columns, to_blocks
 from ._part import fit_parts
@@ -71,7 +72,7 @@ def check_sample_weight(sample_weight, codes: np.ndarray) -> np.ndarray:
     return weights
 
 
-class LinearSSLClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
+class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEstimator):
     """Base of the linear estimators: ``decision_function(x) = w^T x + b`` per class.
 
     Subclasses implement ``_fit_binary(blocks, y, costs, w0, token) -> dict`` where ``y`` holds

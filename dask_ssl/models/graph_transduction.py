@@ -43,12 +43,13 @@ from ..graph.knn import DriverRows, query_knn
 from ..graph.weights import LOCAL, Graph, edge_weights, query_widths
 from ..linalg.recovery import solve_with_restarts
 from ..solvers.graph import solve_graph_system
+from ._clone import SharesClient
 from ._constraints import POSITIVE, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
 
 
-class GraphTransduction(ClassifierMixin, BaseEstimator):
+class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
     """Graph transduction with block CG on a distributed kNN graph.
 
     Parameters

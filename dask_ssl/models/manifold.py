@@ -43,6 +43,7 @@ from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton
+from ._clone import SharesClient
 from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
@@ -79,7 +80,7 @@ def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
     return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
 
 
-class _ManifoldClassifier(PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
+class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
     """Shared fit / predict / persistence of LapRLS and LapSVM (see the subclasses)."""
 
     _LOSSES: tuple = ()

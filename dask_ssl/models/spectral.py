@@ -7,6 +7,7 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 
 from ..kernels import check_kernel, kernel_matrix
+from ._clone import SharesClient
 from ._constraints import POSITIVE, constraints, validate
 from ._graph_kernel import graph_laplacian
 from ._graph_seam import check_graph_combination, clip_n_neighbors
@@ -15,7 +16,7 @@ from ._kernel_s3vm import dense_rows, expansion_scores
 from .base import OneVsRestLabels
 
 
-class _KernelGraphModel(BaseEstimator):
+class _KernelGraphModel(SharesClient, BaseEstimator):
     """Kernel expansion over the training rows, with a kNN-graph Laplacian built at fit."""
 
     def _check_params(self):
