@@ -191,7 +191,7 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
                 raise ValueError(f"coef_init has {coef_init.shape[1]} columns, expected {dim} "
                                  f"(features{' + bias' if self.fit_intercept else ''})")
         # Estimators with a graph line the rows up with it; a re-split reorders the rows.
-        features, order = self._prepare(blocks, features, client, graph)
+        features, order, prepared = self._prepare(blocks, features, client, graph)
         if order is not None:
             codes, weights = codes[order], weights[order]
         labeled = codes >= 0
@@ -204,16 +204,16 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
             # workers of a LocalCluster (RCV1-like TSVM: driver CPU 48 s in a 50 s fit).
             with single_blas_thread():
                 results = self._fit_targets(features, codes, targets, parts, costs, coef_init,
-                                            client, fit_part)
+                                            client, fit_part, prepared)
         finally:
-            self._release(client)
+            self._release(prepared)
         return blocks, results, order
 
     def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
-                     fit_part) -> list:
+                     fit_part, prepared) -> list:
         """One ``fit_part`` (``_fit_binary``, or ``_fit_supervised`` without unlabeled rows)
         result per one-vs-rest target and its :class:`~._part.Part` (a subclass may solve
-        them together)."""
+        them together, or with what :meth:`_prepare` set up)."""
         results = []
         for k, (cls, part) in enumerate(zip(targets, parts)):
             yk = target_columns(codes, [cls])[:, 0]
@@ -226,13 +226,13 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
         return results
 
     def _prepare(self, blocks, features, client, graph):
-        """Hook for estimators with a graph on the rows (``graph``: one given to their fit, or
-        None): returns the feature blocks to fit on and the row order they hold (None: the
-        input's order)."""
-        return features, None
+        """For estimators with a graph on the rows (``graph``: one given to their fit, or
+        None): ``(feature blocks to fit on, the row order they hold (None: the input's order),
+        what the fit's solves need beside them (None here))``."""
+        return features, None, None
 
-    def _release(self, client) -> None:
-        """Hook: free what :meth:`_prepare` set up on the workers."""
+    def _release(self, prepared) -> None:
+        """Free what :meth:`_prepare` set up on the workers."""
 
     def _fit_supervised(self, blocks, y, costs, w0, token, part) -> dict:
         """One L2-SVM-MFN solve on the labeled rows (L2SVM, and S3VMs without unlabeled rows)."""

@@ -25,7 +25,9 @@ kernel LapRLS / LapSVM in feature space.
 
 from __future__ import annotations
 
+import functools
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
@@ -50,6 +52,21 @@ def _fingerprint(product, R) -> dict:
     the parameters of the system."""
     probe = np.random.default_rng(0).standard_normal((R.shape[0], 1))
     return {"rhs": R, "probe": product(probe)}
+
+
+@dataclass
+class _GraphFit:
+    """What one fit of a linear graph estimator holds on the workers: the feature rows lined up
+    with the graph's (:class:`~dask_ssl.graph.data_graph.DataGraph`) and its Laplacian
+    operator; the graph Gram ``H`` on the small-d path; CG counts of the LapSVM solves."""
+
+    dg: DataGraph
+    op: LaplacianOperator
+    trips0: int
+    H: np.ndarray | None = None
+    n_cg: list = field(default_factory=list)
+    cg_trips: int = 0
+    cg_products: int = 0
 
 
 class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
@@ -127,17 +144,18 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         return self.solver == "gram" or (self.solver == "auto"
                                          and blocks.n_features <= GRAM_MAX_FEATURES)
 
-    def _set_targets(self, codes, targets, costs):
+    @staticmethod
+    def _set_targets(dg, codes, targets, costs):
         """Keep the labeled costs ``c`` and the +1/-1 target columns ``Y`` (0 on unlabeled rows)
-        beside the data blocks; returns ``(c, Y)``."""
+        beside the data blocks ``dg``; returns ``(c, Y)``."""
         labeled = codes >= 0
         Y = target_columns(codes, targets)
         c = np.where(labeled, costs, 0.0)
-        self._dg.set_rows("c", c)
-        self._dg.set_rows("y", Y)
+        dg.set_rows("c", c)
+        dg.set_rows("y", Y)
         return c, Y
 
-    def _graph_weight(self, G=None, H=None) -> float:
+    def _graph_weight(self, dg, G=None, H=None) -> float:
         """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) after
         :meth:`_set_targets`: leave-one-out from the Gram matrices ``G`` (labeled loss) and
         ``H`` (graph term), or without them (CG path) cross-validation by block CG. Sets
@@ -147,14 +165,13 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
             self.gamma_I_ = float(self.gamma_I)
             return self.gamma_I_
         if G is None:
-            dg = self._dg
             Xl, cl, Yl = dg.rows_where("c", "y", sparse=True)
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
             self.gamma_I_, self.gamma_I_selection_ = cv_gamma_I(
                 lambda P: dg.product(P, gamma_I=1.0), Xl, cl, Yl, float(self.gamma_A),
                 maxiter=self.max_iter, seed=int(seed))
         else:
-            Xl, cl, Yl = self._dg.rows_where("c", "y")
+            Xl, cl, Yl = dg.rows_where("c", "y")
             self.gamma_I_, self.gamma_I_selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
                                                                  float(self.gamma_A))
         return self.gamma_I_
@@ -166,21 +183,22 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
             graph = estimator_graph(self, blocks, k)
         self.graph_seconds_ = time.perf_counter() - t0
         self.graph_ = graph
-        self._op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
-                                     partition=self.partition)
-        self._dg = DataGraph(features, self._op, bias=self.fit_intercept)
-        self.rows_moved_ = self._dg.moved
-        self._trips0 = self._dg.blocks.round_trips
-        return self._dg.blocks, self._dg.order
-
-    def _release(self, client) -> None:
-        dg, op = getattr(self, "_dg", None), getattr(self, "_op", None)
-        if dg is not None:
-            self.round_trips_ = dg.blocks.round_trips - self._trips0
-            dg.close()
-        if op is not None:
+        op = LaplacianOperator(graph, normalized=self.normalized, p=self.p,
+                               partition=self.partition)
+        try:
+            dg = DataGraph(features, op, bias=self.fit_intercept)
+        except BaseException:
             op.close()
-        self._dg = self._op = None
+            raise
+        self.rows_moved_ = dg.moved
+        return dg.blocks, dg.order, _GraphFit(dg, op, dg.blocks.round_trips)
+
+    def _release(self, prepared) -> None:
+        if prepared is None:
+            return
+        self.round_trips_ = prepared.dg.blocks.round_trips - prepared.trips0
+        prepared.dg.close()
+        prepared.op.close()
 
 
 class LinearLapRLS(_LinearManifold):
@@ -265,15 +283,15 @@ class LinearLapRLS(_LinearManifold):
         return CGCheckpoint(self.checkpoint, _fingerprint(product, R), resume=resume)
 
     def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
-                     fit_part) -> list:
-        dg = self._dg
-        c, Y = self._set_targets(codes, targets, costs)
+                     fit_part, prepared) -> list:
+        dg = prepared.dg
+        c, Y = self._set_targets(dg, codes, targets, costs)
         gamma_A = float(self.gamma_A)
         self.round_trips_per_iter_ = None
         if self._gram_path(blocks):
             G, R = dg.weighted_gram("c", "y")
             H = dg.gram()
-            gamma_I = self._graph_weight(G, H)
+            gamma_I = self._graph_weight(dg, G, H)
             A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
             AW = A @ W
@@ -281,7 +299,7 @@ class LinearLapRLS(_LinearManifold):
             n_iter, history = [1] * len(targets), [[] for _ in targets]
         else:
             R = dg.rhs("c", "y")
-            gamma_I = self._graph_weight()
+            gamma_I = self._graph_weight(dg)
             products = [0]
 
             def apply(P):
@@ -402,24 +420,21 @@ class LinearLapSVM(_LinearManifold):
     """
 
     def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
-                     fit_part) -> list:
-        self._H = self._dg.gram() if self._gram_path(blocks) else None
+                     fit_part, prepared) -> list:
+        fit, dg = prepared, prepared.dg
+        fit.H = dg.gram() if self._gram_path(blocks) else None
         if self.gamma_I == "auto":
-            self._set_targets(codes, targets, costs)
-        self._graph_weight(None if self._H is None or self.gamma_I != "auto"
-                           else self._dg.weighted_gram("c", "y")[0], self._H)
-        self._n_cg, self._cg_trips = [], [0, 0]
-        try:
-            results = super()._fit_targets(blocks, codes, targets, parts, costs, coef_init,
-                                           client, fit_part)
-        finally:
-            self._H = None
-        self.n_cg_ = self._n_cg[0] if len(self._n_cg) == 1 else np.array(self._n_cg)
-        trips, products = self._cg_trips
-        self.round_trips_per_iter_ = trips / products if products else None
+            self._set_targets(dg, codes, targets, costs)
+        self._graph_weight(dg, None if fit.H is None or self.gamma_I != "auto"
+                           else dg.weighted_gram("c", "y")[0], fit.H)
+        results = super()._fit_targets(blocks, codes, targets, parts, costs, coef_init, client,
+                                       functools.partial(fit_part, fit), prepared)
+        self.n_cg_ = fit.n_cg[0] if len(fit.n_cg) == 1 else np.array(fit.n_cg)
+        self.round_trips_per_iter_ = (fit.cg_trips / fit.cg_products if fit.cg_products
+                                      else None)
         return results
 
-    def _newton_checkpoint(self, y, costs, part):
+    def _newton_checkpoint(self, dg, y, costs, part):
         """``part``'s Newton checkpoint, identified (:func:`_fingerprint`) by
         ``X_l^T C y`` and ``(gamma_A I + X_l^T C X_l + gamma_I X^T M X)`` times the probe:
         the data, graph, labels, costs and parameters of this part's problem."""
@@ -429,7 +444,6 @@ class LinearLapSVM(_LinearManifold):
         from ..loop.checkpoint import has_checkpoint
         from ..loop.newton import NewtonCheckpoint
 
-        dg = self._dg
         dg.set_rows("c", np.where(y != 0, costs, 0.0))
         dg.set_rows("y", y[:, None])
         gamma_A, gamma_I = float(self.gamma_A), self.gamma_I_
@@ -440,15 +454,16 @@ class LinearLapSVM(_LinearManifold):
         resume = part.resume and (part.index == 0 or has_checkpoint(url))
         return NewtonCheckpoint(url, fingerprint, resume=resume)
 
-    def _fit_binary(self, blocks, y, costs, w0, token, part):
-        checkpoint = self._newton_checkpoint(y, costs, part)
+    def _fit_binary(self, fit, blocks, y, costs, w0, token, part):
+        """One class's L2-SVM-MFN with the graph term, with the fit's :class:`_GraphFit`."""
+        checkpoint = self._newton_checkpoint(fit.dg, y, costs, part)
         init_blocks(blocks, token, hinge_costs(y, costs))
-        term = GraphTerm(self._dg, self.gamma_I_, token, H=self._H)
-        solver = MFNSolver(blocks, token, bias=self.fit_intercept, gram=self._H is not None,
+        term = GraphTerm(fit.dg, self.gamma_I_, token, H=fit.H)
+        solver = MFNSolver(blocks, token, bias=self.fit_intercept, gram=fit.H is not None,
                            tol=self.tol, max_newton=self.max_iter, regularizer=term)
         res = solver.solve(w0, self.gamma_A, checkpoint=checkpoint)
-        self._n_cg.append(res.n_cg)
-        self._cg_trips[0] += term.cg_trips
-        self._cg_trips[1] += term.cg_products
+        fit.n_cg.append(res.n_cg)
+        fit.cg_trips += term.cg_trips
+        fit.cg_products += term.cg_products
         return {"w": res.w, "objective": res.objective, "n_iter": res.n_newton,
                 "history": [{"newton_step": k, "objective": v} for k, v in enumerate(res.history)]}
