@@ -63,6 +63,17 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def _number_or_auto(text: str):
+    """A flag's value: a number, or "auto" where the estimator chooses it (its check says
+    where "auto" is not taken)."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dask-ssl", description=__doc__)
     parser.add_argument("--version", action="version", version=f"dask-ssl {__version__}")
@@ -82,9 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--gamma-A", dest="gamma_A", type=float,
                      help="ambient-norm weight gamma_A (svmlin -W; default 1e-3 for the linear "
                           "methods)")
-    fit.add_argument("--gamma-I", dest="gamma_I", type=float,
+    fit.add_argument("--gamma-I", dest="gamma_I", type=_number_or_auto, metavar="GAMMA_I",
                      help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I "
-                          "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not)")
+                          "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not); "
+                          "'auto' (linlaprls/linlapsvm, their default): chosen on the labeled "
+                          "rows")
     fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
                                       "lapsvm, kda, bb; Nystrom features of tsvm, da, linlaprls, "
                                       "linlapsvm")

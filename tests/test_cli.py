@@ -81,6 +81,7 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
     (["--algorithm", "svm", "--n-components", "10"], "does not apply"),
     (["--algorithm", "linlaprls", "--max-switches", "1"], "does not apply"),
     (["--algorithm", "kda", "--loss", "l2"], "loss='l2' is now called loss='squared_hinge'"),
+    (["--algorithm", "laprls", "--gamma-I", "auto"], "'gamma_I' parameter of LapRLS"),
     (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
     (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
     (["--algorithm", "laprls", "--n-components", "0"], "'n_components' parameter of"),
@@ -276,6 +277,7 @@ def test_manifold_fit_then_predict(client, tmp_path, algorithm):
     ("linlaprls", ["--kernel", "rbf", "--kernel-params", '{"gamma": 0.1}', "--n-components",
                    "40", "--landmarks", "kmeans++", "--gamma-I", "0.1"]),
     ("linlapsvm", ["--gamma-I", "0.1"]),
+    ("linlaprls", ["--gamma-I", "auto"]),
     ("laprls", ["--n-components", "40", "--kernel-params", '{"gamma": 0.1}', "--gamma-I", "100"]),
     ("lapsvm", ["--n-components", "40", "--landmarks", "kmeans++", "--gamma-I", "100"]),
     ("tsvm", ["--kernel", "rbf", "--kernel-params", '{"gamma": 0.1}', "--n-components", "40"]),
@@ -291,6 +293,9 @@ def test_nystrom_and_linear_laplacian_fit_then_predict(client, tmp_path, algorit
         assert main(["predict", "--model", str(model), "--data", str(data),
                      "--outputs", str(tmp_path / "pred.out")]) == 0
     doc = json.loads((model / "model.json").read_text())
+    if "--gamma-I" in flags:
+        given = flags[flags.index("--gamma-I") + 1]
+        assert doc["params"]["gamma_I"] == (given if given == "auto" else float(given))
     if "--n-components" in flags:
         assert doc["params"]["n_components"] == 40
         assert doc["params"]["landmarks"] == ("kmeans++" if "kmeans++" in flags else "uniform")
@@ -352,3 +357,11 @@ def test_fit_checks_the_parameters_once(client, tmp_path, monkeypatch):
         assert main(["fit", "--data", str(data), "--algorithm", "tsvm", "--gamma-A", "0.01",
                      "--model-out", str(tmp_path / "model")]) == 0
     assert [name for name in checked if name == "TSVM"] == ["TSVM"]
+
+
+def test_gamma_I_flag_takes_a_number_or_auto(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--data", "x.svm", "--model-out", "m", "--algorithm", "linlaprls",
+              "--gamma-I", "lots"])
+    assert exc.value.code == 2
+    assert "expected a number or 'auto', got 'lots'" in capsys.readouterr().err
