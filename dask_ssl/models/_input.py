@@ -66,7 +66,9 @@ def as_input(X):
 
 
 def to_blocks(X, client, n_blocks=None) -> RowBlocks:
-    """Validate ``X`` (finite, two-dimensional, non-empty, real) and hold it as row blocks."""
+    """``X`` as :func:`fit_input` returns it, held as row blocks. Rows in memory were checked
+    there (:func:`check_local`); RowBlocks and dask arrays are checked here, where they live
+    (finite, two-dimensional, non-empty, real)."""
     if isinstance(X, RowBlocks):
         if X.n_rows == 0:
             raise ValueError("X has no rows")
@@ -82,7 +84,7 @@ def to_blocks(X, client, n_blocks=None) -> RowBlocks:
         blocks = RowBlocks.from_dask_array(X, client=client)
         check_finite_blocks(blocks)
         return blocks
-    return RowBlocks.from_array(check_local(X), client=client, n_blocks=n_blocks)
+    return RowBlocks.from_array(X, client=client, n_blocks=n_blocks)
 
 
 def n_rows_of(X) -> int:
