@@ -194,7 +194,7 @@ def main() -> None:
                           f"{np.round(m.class_weights_, 4).tolist()}", flush=True)
                 elif uses_graph:
                     chosen = ", ".join(f"rho {r['rho']:g}: {r['errors']}"
-                                       for r in m.gamma_I_selection_ or [])
+                                       for r in m.selection_ or [])
                     fm = m.feature_map_
                     print(f"{'':6s} {'':14s} p = {m.p}, gamma_I = {m.gamma_I_:.4g}"
                           + (f" (held-out errors {chosen})" if chosen else "")

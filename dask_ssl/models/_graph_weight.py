@@ -9,9 +9,9 @@ graph sums over (a fixed ``gamma_I`` weighs a graph on 500 k rows 50 times more 
 so. LapRLS's leave-one-out outputs on the labeled rows are exact for a linear smoother:
 with ``A = G + gamma_A I + gamma_I H`` and ``s_i = c_i x_i^T A^-1 x_i``, removing row ``i``
 from the loss gives ``(o_i - s_i y_i) / (1 - s_i)`` (Sherman-Morrison); the graph stays on all
-rows. The candidate with the fewest leave-one-out misclassifications wins, ties going to the
-smaller squared leave-one-out residual (then the smaller share). Only the labels of labeled rows
-are read.
+rows. The choice among the candidates is :mod:`._selection`'s rule: a share above 0 replaces
+``rho = 0`` only when its leave-one-out errors are fewer by more than their standard error.
+Only the labels of labeled rows are read.
 
 Large d (the CG path), where ``A^-1`` on every labeled row is out of reach, uses
 :data:`CV_FOLDS`-fold cross-validation on the labeled rows instead (:func:`cv_gamma_I`): every
@@ -31,8 +31,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from ._selection import choose, table
+
 #: Graph-term shares tried by ``gamma_I="auto"`` (see the module docstring).
 AUTO_RHO = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
+#: The seeds' graph weight (thesis Table 2.6 and the JMLR paper's experiments:
+#: ``gamma_I / (u + l)^2`` with ``gamma_I = 1e4`` against the loss's ``1/l``), used unchecked
+#: where the labels are too few to choose.
+SEED_GAMMA_I = 1e4
 #: Folds of the labeled rows on the CG path (rows of each class dealt to the folds in turn).
 CV_FOLDS = 4
 #: Relative CG residual of the cross-validation fits: enough to count their errors.
@@ -59,39 +65,45 @@ def loo_gamma_I(G, H, Xl, cl, Yl, gamma_A: float) -> tuple[float, list]:
     -------
     gamma_I : float
     selection : list of dict
-        Per candidate: ``rho``, ``gamma_I``, leave-one-out ``errors`` and ``squared`` residual.
+        Per candidate: ``rho``, ``gamma_I`` and the columns of :func:`._selection.table`.
     """
     trace_H = np.trace(H)
     # a graph without edges (or constant outputs on it) has no term to weigh: every candidate
     # is the same fit, and the first (0) is kept
     scale = np.trace(G) / trace_H if trace_H > 1e-12 * np.trace(G) else 0.0
     R = Xl.T @ (cl[:, None] * Yl)
-    truth = _truth(Yl)
-    selection = []
+    outputs = []
     for rho in AUTO_RHO:
-        gamma_I = rho * scale
-        factor = scipy.linalg.cho_factor(G + gamma_A * np.eye(G.shape[0]) + gamma_I * H)
+        factor = scipy.linalg.cho_factor(G + gamma_A * np.eye(G.shape[0]) + rho * scale * H)
         O = Xl @ scipy.linalg.cho_solve(factor, R)
         s = cl * np.einsum("ij,ji->i", Xl, scipy.linalg.cho_solve(factor, Xl.T))
-        loo = (O - s[:, None] * Yl) / (1.0 - s)[:, None]
-        guess = loo[:, 0] > 0 if Yl.shape[1] == 1 else np.argmax(loo, axis=1)
-        selection.append({"rho": rho, "gamma_I": float(gamma_I),
-                          "errors": int(np.sum(guess != truth)),
-                          "squared": float(np.sum((Yl - loo) ** 2))})
-    return _best(selection), selection
+        outputs.append((O - s[:, None] * Yl) / (1.0 - s)[:, None])
+    return _select(outputs, Yl, scale)
 
 
-def _best(selection) -> float:
-    return min(selection, key=lambda r: (r["errors"], r["squared"]))["gamma_I"]
+def _select(outputs, Yl, scale) -> tuple[float, list]:
+    """The rule of :mod:`._selection` over the held-out outputs of each share."""
+    truth = truth_of(Yl)
+    wrong = np.array([_guess(out) != truth for out in outputs])
+    squared = np.array([np.sum((Yl - out) ** 2) for out in outputs])
+    best = choose(wrong, squared, supervised=0)
+    selection = table([{"rho": rho, "gamma_I": float(rho * scale)} for rho in AUTO_RHO],
+                      wrong, squared, best)
+    return selection[best]["gamma_I"], selection
 
 
-def _truth(Yl):
-    return Yl[:, 0] > 0 if Yl.shape[1] == 1 else np.argmax(Yl, axis=1)
+def _guess(out):
+    return out[:, 0] > 0 if out.shape[1] == 1 else np.argmax(out, axis=1)
+
+
+def truth_of(Yl):
+    """The class code of each labeled row from its +1/-1 target columns."""
+    return _guess(Yl)
 
 
 def _folds(Yl, k: int) -> np.ndarray:
     """Fold number per labeled row: each class's rows are dealt to the ``k`` folds in turn."""
-    truth = _truth(Yl)
+    truth = truth_of(Yl)
     fold = np.empty(truth.shape[0], dtype=np.int64)
     for cls in np.unique(truth):
         rows = np.flatnonzero(truth == cls)
@@ -149,17 +161,12 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
     system = LocalSystem(product, np.asarray(R))
     block_cg(system, tol=CV_TOL, maxiter=maxiter)
     O = np.asarray(Xl @ system.solution()).reshape(l, len(cases))
-    truth = _truth(Yl)
-    selection = []
-    for r, rho in enumerate(AUTO_RHO):
-        errors, squared = 0, 0.0
+    outputs = []
+    for r in range(len(AUTO_RHO)):
+        held_out = np.empty_like(np.asarray(Yl, dtype=float))
         for f in range(k):
             held = fold == f
             cols = [j for j, (ff, rr, _) in enumerate(cases) if ff == f and rr == r]
-            out = O[np.ix_(held, cols)]
-            guess = out[:, 0] > 0 if n_targets == 1 else np.argmax(out, axis=1)
-            errors += int(np.sum(guess != truth[held]))
-            squared += float(np.sum((Yl[held] - out) ** 2))
-        selection.append({"rho": rho, "gamma_I": float(rho * scale), "errors": errors,
-                          "squared": squared})
-    return _best(selection), selection
+            held_out[held] = O[np.ix_(held, cols)]
+        outputs.append(held_out)
+    return _select(outputs, Yl, scale)

@@ -339,6 +339,11 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
         return np.column_stack([self.coef_, self.intercept_])
 
 
+#: What a selection on the labeled rows chose, and its table (:mod:`._selection`), stored
+#: under the attribute's name where an estimator has it.
+SELECTED = ("selection_", "gamma_I_", "gamma_u_")
+
+
 def fitted_info(est) -> dict:
     """The fitted scalars every saved classifier stores in ``model.json``."""
     obj = est.objective_
@@ -351,6 +356,7 @@ def fitted_info(est) -> dict:
         "n_iter": est.n_iter_.tolist() if isinstance(est.n_iter_, np.ndarray) else int(est.n_iter_),
         "fit_seconds": float(est.fit_seconds_),
         "history": est.history_,
+        **{name: getattr(est, name) for name in SELECTED if hasattr(est, name)},
     }
 
 
@@ -363,6 +369,9 @@ def restore_info(est, doc: dict) -> None:
     est.n_iter_ = doc["n_iter"]
     est.fit_seconds_ = doc["fit_seconds"]
     est.history_ = doc.get("history", [])
+    for name in SELECTED:
+        if name in doc:
+            setattr(est, name, doc[name])
 
 
 def _block_scores(i, X, W, d):

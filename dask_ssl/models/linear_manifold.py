@@ -39,7 +39,8 @@ from ..linalg.block_cg import LocalSystem, block_cg
 from ..solvers.mfn import MFNSolver, RidgeTerm
 from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
-from ._graph_weight import cv_gamma_I, loo_gamma_I
+from ._graph_weight import SEED_GAMMA_I, cv_gamma_I, loo_gamma_I, truth_of
+from ._selection import enough_labels, warn_unchecked
 from ._input import target_columns
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LINEAR_SOLVERS, LinearSSLClassifier
@@ -158,22 +159,28 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     def _graph_weight(self, dg, G=None, H=None) -> float:
         """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) after
         :meth:`_set_targets`: leave-one-out from the Gram matrices ``G`` (labeled loss) and
-        ``H`` (graph term), or without them (CG path) cross-validation by block CG. Sets
-        ``gamma_I_`` and ``gamma_I_selection_``."""
-        self.gamma_I_selection_ = None
+        ``H`` (graph term), or without them (CG path) cross-validation by block CG. With too
+        few labels to tell (:func:`._selection.enough_labels`) "auto" is the seeds' weight,
+        :data:`SEED_GAMMA_I` ``/ (u + l)^2``, with a warning. Sets ``gamma_I_`` and
+        ``selection_``."""
+        self.selection_ = []
         if not isinstance(self.gamma_I, str):
             self.gamma_I_ = float(self.gamma_I)
             return self.gamma_I_
-        if G is None:
-            Xl, cl, Yl = dg.rows_where("c", "y", sparse=True)
+        sparse = G is None
+        Xl, cl, Yl = dg.rows_where("c", "y", sparse=sparse)
+        if not enough_labels(truth_of(Yl)):
+            warn_unchecked(self, "gamma_I")
+            self.gamma_I_ = SEED_GAMMA_I / float(dg.blocks.n_rows) ** 2
+            return self.gamma_I_
+        if sparse:
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
-            self.gamma_I_, self.gamma_I_selection_ = cv_gamma_I(
+            self.gamma_I_, self.selection_ = cv_gamma_I(
                 lambda P: dg.product(P, gamma_I=1.0), Xl, cl, Yl, float(self.gamma_A),
                 maxiter=self.max_iter, seed=int(seed))
         else:
-            Xl, cl, Yl = dg.rows_where("c", "y")
-            self.gamma_I_, self.gamma_I_selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
-                                                                 float(self.gamma_A))
+            self.gamma_I_, self.selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
+                                                         float(self.gamma_A))
         return self.gamma_I_
 
     def _prepare(self, blocks, features, client, graph):
@@ -258,9 +265,11 @@ class LinearLapRLS(_LinearManifold):
         iterations (1 on the Gram path: one Cholesky solve).
     gamma_I_ : float
         The gamma_I used.
-    gamma_I_selection_ : list of dict or None
-        With ``gamma_I="auto"``: per candidate ``rho``, ``gamma_I``, held-out ``errors`` and
-        ``squared`` residual on the labeled rows.
+    selection_ : list of dict
+        With ``gamma_I="auto"``: per candidate its ``rho`` and ``gamma_I``, its held-out
+        ``errors`` on the labeled rows (count, rate and standard error), the ``squared``
+        residual and whether it was ``chosen`` (:mod:`dask_ssl.models._selection`); empty for
+        a given gamma_I or too few labels.
     graph_ : Graph
     graph_seconds_ : float
         Time of the kNN graph build (0 for a given graph), inside ``fit_seconds_``.

@@ -1,0 +1,94 @@
+"""The rule by which every semi-supervised estimator chooses among its candidate settings on the
+labeled rows, and the table it keeps of them (``selection_``).
+
+Each candidate is scored by its held-out misclassifications on the labeled rows (exact
+leave-one-out where it is closed form, k-fold cross-validation otherwise): ``wrong[j, i]`` is 1
+where candidate ``j`` errs on labeled row ``i`` held out. The candidate with the fewest errors
+(ties: the smaller squared held-out residual, then the earlier candidate) replaces the
+supervised candidate only when it wins by more than the noise of the estimate: the mean of the
+paired differences ``wrong[supervised] - wrong[best]`` over the labeled rows must exceed its
+standard error. Where the graph does not help, or the labels are too few to tell, the fit is
+the supervised model's, so adding unlabeled rows does not make the classifier worse than the
+one the labels alone give.
+
+With fewer than :data:`MIN_PER_CLASS` labeled rows in some class the errors cannot separate
+the candidates; the estimator then keeps the seeds' setting and warns once
+(:class:`SelectionWarning`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+#: Labeled rows per class below which the held-out errors cannot tell candidates apart.
+MIN_PER_CLASS = 5
+
+
+class SelectionWarning(UserWarning):
+    """The labels were too few to check the semi-supervised setting against the supervised one."""
+
+
+def enough_labels(truth) -> bool:
+    """Whether every class has at least :data:`MIN_PER_CLASS` labeled rows (``truth``: the
+    class code of each labeled row)."""
+    _, counts = np.unique(np.asarray(truth), return_counts=True)
+    return counts.size > 1 and int(counts.min()) >= MIN_PER_CLASS
+
+
+def warn_unchecked(estimator, setting: str) -> None:
+    """Warn that ``setting`` stands as the seeds give it, unchecked on the labels."""
+    warnings.warn(f"{type(estimator).__name__}: fewer than {MIN_PER_CLASS} labeled rows in a "
+                  f"class, too few to check {setting} against the supervised model on them; "
+                  "the seeds' setting is used unchecked", SelectionWarning, stacklevel=3)
+
+
+def choose(wrong, squared=None, *, supervised: int = 0) -> int:
+    """The index of the chosen candidate (see the module docstring).
+
+    Parameters
+    ----------
+    wrong : array of shape (n_candidates, n_labeled)
+        1 where a candidate misclassifies a held-out labeled row, else 0.
+    squared : array of shape (n_candidates,), optional
+        Squared held-out residuals: the tie-break among candidates with equal errors.
+    supervised : int, default 0
+        The supervised candidate's index (graph term 0, or the supervised prior alone).
+    """
+    wrong = np.asarray(wrong, dtype=float)
+    squared = np.zeros(len(wrong)) if squared is None else np.asarray(squared, dtype=float)
+    errors = wrong.sum(axis=1)
+    best = min(range(len(wrong)), key=lambda j: (errors[j], squared[j], j))
+    if best == supervised or within_noise(wrong[supervised] - wrong[best]):
+        return supervised
+    return best
+
+
+def within_noise(gain) -> bool:
+    """Whether the mean of paired gains is at most one standard error (of that mean)."""
+    gain = np.asarray(gain, dtype=float)
+    if gain.size < 2:
+        return True
+    stderr = gain.std(ddof=1) / np.sqrt(gain.size)
+    return not gain.mean() > stderr
+
+
+def table(candidates: list, wrong, squared, chosen: int) -> list:
+    """``selection_``: per candidate its settings, held-out ``errors`` (count), ``error``
+    (rate), the rate's standard ``stderr``, the ``squared`` residual and whether it was
+    ``chosen``."""
+    wrong = np.asarray(wrong, dtype=float)
+    n = wrong.shape[1]
+    rows = []
+    for j, settings in enumerate(candidates):
+        rate = float(wrong[j].mean()) if n else 0.0
+        rows.append({**settings, "errors": int(wrong[j].sum()), "error": rate,
+                     "stderr": float(np.sqrt(rate * (1.0 - rate) / max(n - 1, 1))),
+                     "squared": float(squared[j]), "chosen": j == chosen})
+    return rows
+
+
+def chosen_row(selection: list) -> dict:
+    """The chosen row of a selection table."""
+    return next(row for row in selection if row["chosen"])
