@@ -219,21 +219,30 @@ def _error(est, y, train):
     return float(np.mean(est.transduction_[hidden] != y[hidden]))
 
 
-def test_g50c_defaults_beat_rls(client):
+def test_g50c_defaults_beat_their_supervised_models(client):
     """550 rows, 50 labels, 10 draws, transductive (thesis Table 2.6: RLS 8.5, LapRLS 5.2,
-    LapSVM 5.4 with CV-chosen settings; Bayes error 5)."""
+    LapSVM 5.4 with CV-chosen settings; Bayes error 5). The defaults choose gamma_I on the
+    labels and keep the supervised model (gamma_I = 0: kernel RLS, the squared-hinge SVM)
+    unless the graph wins beyond the noise; that check may cost a little against the seeds'
+    fixed gamma_I = 1e4 on the seeds' own set, never the gain over the supervised model."""
     X, y = g50c(n=550, seed=0)
-    errors = {"LapRLS": [], "LapSVM": [], "RLS": []}
+    errors = {}
     for seed in range(10):
         train = _draw(y, seed, n_labeled=50)
         for cls in (LapRLS, LapSVM):
-            errors[cls.__name__].append(_error(cls(unlabeled=0, client=client).fit(X, train), y, train))
-        rls = LapRLS(gamma_I=0.0, n_neighbors=10, p=1, unlabeled=0, client=client).fit(X, train)
-        errors["RLS"].append(_error(rls, y, train))
-    mean = {k: np.mean(v) for k, v in errors.items()}
+            for label, params in (("default", {}), ("seeds", {"gamma_I": 1e4}),
+                                  ("supervised", {"gamma_I": 0.0, "n_neighbors": 10, "p": 1})):
+                est = cls(unlabeled=0, client=client, **params).fit(X, train)
+                errors.setdefault((cls.__name__, label), []).append(_error(est, y, train))
+    mean = {k: float(np.mean(v)) for k, v in errors.items()}
     for name in ("LapRLS", "LapSVM"):
-        assert mean[name] <= 0.075, mean
-        assert mean[name] <= 0.75 * mean["RLS"], mean
+        default, seeds = mean[name, "default"], mean[name, "seeds"]
+        supervised = mean[name, "supervised"]
+        assert default < supervised, mean  # the issue's target on the g50c-like set
+        assert default <= seeds + 0.03, mean
+        # no draw worse than the supervised model on it by more than the issue's margin
+        worse = np.array(errors[name, "default"]) - np.array(errors[name, "supervised"])
+        assert worse.max() <= max(0.003, 0.05 * max(errors[name, "supervised"])), (name, worse)
 
 
 def test_two_moons_lapsvm_defaults(client):

@@ -7,20 +7,29 @@ from dask_ssl.models._selection import (MIN_PER_CLASS, SelectionWarning, choose,
                                         table, warn_unchecked)
 
 
-def test_a_win_within_one_standard_error_keeps_the_supervised_candidate():
-    # 40 rows: the supervised candidate errs on 3, the other on 2 of them and one more
-    # (mean gain 1/40, its standard error about 0.044)
+def test_a_gain_within_two_standard_errors_keeps_the_supervised_candidate():
+    # 40 rows, the other candidate's squared residual smaller on 8 rows by 0.5, larger on one
+    # by 0.5: mean gain 0.0875, beyond twice its standard error (0.071)
     wrong = np.zeros((2, 40))
-    wrong[0, :3] = 1
-    wrong[1, 1:4] = 1
-    wrong[1, 0] = 0
-    wrong[1, 2] = 0
-    gain = wrong[0] - wrong[1]
-    assert gain.mean() <= gain.std(ddof=1) / np.sqrt(40)
-    assert choose(wrong) == 0
-    # erring on 8 against 1 is beyond the noise
-    wrong[0, :8] = 1
-    assert choose(wrong) == 1
+    wrong[0, :2] = 1
+    squared = np.ones((2, 40))
+    squared[1, :8] = 0.5
+    squared[1, 8] = 1.5
+    gain = squared[0] - squared[1]
+    assert gain.mean() > 2 * gain.std(ddof=1) / np.sqrt(40)
+    assert choose(wrong, squared) == 1
+    squared[1, 9:11] = 1.5  # two more losses: the mean gain falls within its noise
+    gain = squared[0] - squared[1]
+    assert 0 < gain.mean() <= 2 * gain.std(ddof=1) / np.sqrt(40)
+    assert choose(wrong, squared) == 0
+
+
+def test_fewer_errors_without_a_squared_gain_keep_the_supervised_candidate():
+    wrong = np.zeros((2, 40))
+    wrong[0, :4] = 1
+    squared = np.ones((2, 40))
+    squared[1] += 0.1  # fewer errors, but a larger residual on every row
+    assert choose(wrong, squared) == 0
 
 
 def test_the_fewest_errors_win_then_the_smaller_squared_residual_then_the_earlier():
@@ -29,11 +38,17 @@ def test_the_fewest_errors_win_then_the_smaller_squared_residual_then_the_earlie
     wrong[1, :2] = 1
     wrong[2, 10:12] = 1        # as few errors as 1, smaller residual
     wrong[3, 20:22] = 1        # as few, same residual as 2, later
-    assert choose(wrong, [5.0, 3.0, 2.0, 2.0]) == 2
+    squared = np.ones((4, 30))
+    squared[1] = 0.3
+    squared[2:] = 0.2
+    assert choose(wrong, squared) == 2
     # the supervised candidate wins ties against the rest
-    assert choose(np.zeros((3, 30)), [1.0, 0.5, 0.1]) == 0
-    # another index can be the supervised one
-    assert choose(np.zeros((3, 30)), supervised=2) == 2
+    assert choose(np.zeros((3, 30)), np.ones((3, 30))) == 0
+    # another index can be the supervised one; a gain on every row is beyond any noise
+    assert choose(np.zeros((3, 30)), np.ones((3, 30)), supervised=2) == 2
+    squared = np.ones((3, 30))
+    squared[2] = 1.01
+    assert choose(np.zeros((3, 30)), squared, supervised=2) == 0
 
 
 def test_enough_labels_counts_the_smallest_class():
@@ -46,7 +61,7 @@ def test_enough_labels_counts_the_smallest_class():
 
 def test_table_marks_the_chosen_row_with_rates_and_standard_errors():
     wrong = np.array([[1, 1, 0, 0], [0, 0, 0, 1]])
-    rows = table([{"rho": 0.0}, {"rho": 1.0}], wrong, [3.0, 1.0], 1)
+    rows = table([{"rho": 0.0}, {"rho": 1.0}], wrong, [[1.0, 2.0, 0.0, 0.0], [1.0, 0, 0, 0]], 1)
     assert [r["chosen"] for r in rows] == [False, True]
     assert rows[0]["errors"] == 2 and rows[0]["error"] == 0.5
     assert rows[1]["stderr"] == pytest.approx(np.sqrt(0.25 * 0.75 / 3))

@@ -33,7 +33,7 @@ KERNELS = StrOptions({k for k in KERNEL_PARAMS if k != "precomputed"})
 SHARED = {
     # regularization (seed symbols in each docstring)
     "gamma_A": [POSITIVE],
-    "gamma_I": [NON_NEGATIVE],
+    "gamma_I": [NON_NEGATIVE, AUTO],
     "gamma_I_pos": [NON_NEGATIVE],
     "gamma_I_neg": [NON_NEGATIVE],
     "gamma_u": [NON_NEGATIVE],

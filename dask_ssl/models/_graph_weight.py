@@ -85,7 +85,7 @@ def _select(outputs, Yl, scale) -> tuple[float, list]:
     """The rule of :mod:`._selection` over the held-out outputs of each share."""
     truth = truth_of(Yl)
     wrong = np.array([_guess(out) != truth for out in outputs])
-    squared = np.array([np.sum((Yl - out) ** 2) for out in outputs])
+    squared = np.array([np.sum((Yl - out) ** 2, axis=1) for out in outputs])
     best = choose(wrong, squared, supervised=0)
     selection = table([{"rho": rho, "gamma_I": float(rho * scale)} for rho in AUTO_RHO],
                       wrong, squared, best)
@@ -101,7 +101,7 @@ def truth_of(Yl):
     return _guess(Yl)
 
 
-def _folds(Yl, k: int) -> np.ndarray:
+def fold_of(Yl, k: int) -> np.ndarray:
     """Fold number per labeled row: each class's rows are dealt to the ``k`` folds in turn."""
     truth = truth_of(Yl)
     fold = np.empty(truth.shape[0], dtype=np.int64)
@@ -142,7 +142,7 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
         else np.einsum("ij,ij->i", Xl, Xl)
     trace_G = float(np.sum(cl * row_norms))
     scale = trace_G / trace_H if trace_H > 1e-12 * trace_G else 0.0
-    fold = _folds(Yl, min(CV_FOLDS, l))
+    fold = fold_of(Yl, min(CV_FOLDS, l))
     k = int(fold.max()) + 1
     # column (f, r, t): fold f held out, candidate r, target t
     cases = [(f, r, t) for f in range(k) for r in range(len(AUTO_RHO)) for t in range(n_targets)]

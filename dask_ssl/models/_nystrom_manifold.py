@@ -25,8 +25,10 @@ from .linear_manifold import LinearLapRLS, LinearLapSVM
 
 def fit_nystrom(est, blocks: RowBlocks, labels, graph, setting, kparams, weight, client) -> dict:
     """Fit ``est`` (LapRLS or LapSVM with ``n_components``) in Nystrom feature space; returns
-    the fitted attributes of the kernel model (expansion over the landmarks). ``labels`` are
-    the fit's :class:`~dask_ssl.models._input.Labels`: the inner fit reads them as codes."""
+    the fitted attributes of the kernel model (expansion over the landmarks) and the inner
+    fit's ``gamma_I_`` and ``selection_`` (``weight`` may be "auto": the linear estimators'
+    choice on the labeled rows). ``labels`` are the fit's
+    :class:`~dask_ssl.models._input.Labels`: the inner fit reads them as codes."""
     linear = LinearLapRLS if est._loss() == "squared" else LinearLapSVM
     inner = linear(gamma_A=est.gamma_A, gamma_I=weight, n_neighbors=setting[0] or 1,
                    metric=est.metric, weights=est.weights, t=est.t, symmetrize=est.symmetrize,
@@ -45,4 +47,5 @@ def fit_nystrom(est, blocks: RowBlocks, labels, graph, setting, kparams, weight,
             "intercept_": np.asarray(inner.intercept_, dtype=float),
             "objective_": float(objective) if objective.ndim == 0 else objective,
             "n_iter_": inner.n_iter_, "history_": inner.history_,
-            "classes_": labels.classes}
+            "classes_": labels.classes, "gamma_I_": inner.gamma_I_,
+            "selection_": inner.selection_}

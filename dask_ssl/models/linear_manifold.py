@@ -37,7 +37,7 @@ from ..graph.laplacian import LaplacianOperator
 from ..graph.weights import Graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..solvers.mfn import MFNSolver, RidgeTerm
-from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
+from ._constraints import KERNELS, constraints
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._graph_weight import SEED_GAMMA_I, cv_gamma_I, loo_gamma_I, truth_of
 from ._selection import enough_labels, warn_unchecked
@@ -108,7 +108,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.checkpoint = checkpoint
 
     _parameter_constraints = constraints(
-        __init__, gamma_I=[NON_NEGATIVE, AUTO], solver=[LINEAR_SOLVERS],
+        __init__, solver=[LINEAR_SOLVERS],
         kernel=[KERNELS, callable, None])
 
     def _check_params(self) -> None:

@@ -48,14 +48,19 @@ from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
+from ._graph_weight import CV_FOLDS, SEED_GAMMA_I, fold_of, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
+from ._selection import choose, chosen_row, enough_labels, table, warn_unchecked
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
 DIRECT_MAX_ROWS = 5000
 #: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
 AUTO_GRAPHS = ((10, 1), (50, 5))
+#: ``gamma_I`` values tried by ``gamma_I="auto"`` on the direct solver (before
+#: ``graph_normalization``): 0, the supervised model, and eight decades around the seeds' 1e4.
+AUTO_GAMMA_I = (0.0, 1e-2, 1.0, 1e2, 1e4, 1e6)
 #: Where LapRLS / LapSVM widen the shared constraints: "auto" graphs, the exact expansion.
 _OVERRIDES = dict(n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO], n_components=[COUNT, None],
                   solver=[StrOptions(set(SOLVERS))])
@@ -85,7 +90,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
 
     _LOSSES: tuple = ()
 
-    def __init__(self, *, gamma_A=1e-6, gamma_I=1e4, kernel="rbf", kernel_params=None,
+    def __init__(self, *, gamma_A=1e-6, gamma_I="auto", kernel="rbf", kernel_params=None,
                  n_neighbors="auto", metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="auto", tol=1e-6, max_iter=200, early_stopping=True, search_epsilon=0.1,
@@ -247,17 +252,22 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         setting = self._graph_candidates(blocks.n_rows, graph)[0]
         if graph is None:
             graph = estimator_graph(self, blocks, setting[0])
-        weight = self._weight(graph)
+        # the inner linear fit weighs the graph term as given: gamma_I_eff, or per unit of
+        # gamma_I where it chooses (its "auto" shares, mapped back to this estimator's gamma_I)
+        unit = self._weight(graph, 1.0)
+        weight = "auto" if self.gamma_I == "auto" else self._weight(graph, self.gamma_I)
         fitted = fit_nystrom(self, blocks, labels, graph, setting, kparams, weight, client)
+        self.gamma_I_effective_ = fitted.pop("gamma_I_")
+        self.gamma_I_ = self.gamma_I_effective_ / unit
+        self.selection_ = [{**row, "gamma_I": row["gamma_I"] / unit}
+                           for row in fitted.pop("selection_")]
         for key, value in fitted.items():
             setattr(self, key, value)
         self.graph_ = graph
         self.diagnostics_ = graph_diagnostics(graph)
         warn_graph(self.diagnostics_, labels.labeled)
         self.n_neighbors_, self.p_ = setting
-        self.selection_ = []
         self.kernel_params_ = kparams
-        self.gamma_I_effective_ = weight
         self.n_features_in_ = blocks.n_features
         self.n_labeled_ = int(labels.labeled.sum())
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
@@ -275,35 +285,64 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
             return graphs, self._fit_direct(K, graphs, candidates, Y, labeled)
         return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
 
-    def _weight(self, graph) -> float:
+    def _weight(self, graph, gamma_I) -> float:
+        """``gamma_I_eff`` on ``graph`` (:func:`graph_term_weight`)."""
         total = 0.0
         if self.graph_normalization == "edges":
             total = float(sum(graph.W.call(_weight_sum)))
-        return graph_term_weight(self.gamma_I, self.graph_normalization, graph.n_rows, total)
+        return graph_term_weight(gamma_I, self.graph_normalization, graph.n_rows, total)
 
     def _fit_direct(self, K, graphs, candidates, Y, labeled) -> dict:
-        settings = []
-        for k, q in candidates:
-            M = regularizer_matrix(graphs[k], normalized=self.normalized, p=q)
-            settings.append(((k, q), M, self._weight(graphs[k])))
-        selection = []
-        if len(settings) > 1:
-            selection = [{"n_neighbors": s[0][0], "p": s[0][1],
-                          "loo_errors": _loo_errors(K, s[1], s[2], Y, labeled, self.gamma_A)}
-                         for s in settings]
-            best = min(range(len(settings)), key=lambda j: selection[j]["loo_errors"])
-        else:
-            best = 0
-        setting, M, weight = settings[best]
+        """The dense fit at the setting :meth:`_select_direct` chooses."""
+        settings = [((k, q), regularizer_matrix(graphs[k], normalized=self.normalized, p=q))
+                    for k, q in candidates]
+        gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
+        checks = len(settings) * len(gammas) > 1 and (self.gamma_I == "auto" or self.gamma_I > 0)
+        if checks and not enough_labels(truth_of(Y[labeled])):
+            warn_unchecked(self, "the graph" if self.gamma_I != "auto" else "gamma_I")
+            settings = settings[:1]
+            gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
+        (setting, M), gamma_I, selection = self._select_direct(K, graphs, settings, gammas, Y,
+                                                               labeled)
+        weight = self._weight(graphs[setting[0]], gamma_I)
+        if gamma_I > 0 and selection and selection[0]["gamma_I"] == 0:
+            weight, gamma_I = self._confirm(K, M, weight, gamma_I, Y, labeled, selection)
         out = self._solve_dense(K, M, weight, Y, labeled)
-        out.update(graph_setting=setting, selection=selection, gamma_I_effective_=weight)
+        out.update(graph_setting=setting, selection=selection, gamma_I_=gamma_I,
+                   gamma_I_effective_=weight)
         return out
+
+    def _select_direct(self, K, graphs, settings, gammas, Y, labeled):
+        """``((setting, M), gamma_I, selection_)``: the candidate graph and ``gamma_I`` by
+        LapRLS's exact leave-one-out outputs on the labeled rows (:func:`_loo_outputs`) and the
+        rule of :mod:`._selection`. ``gamma_I = 0`` is one candidate whatever the graph (the
+        supervised model, first); without it the first graph stands in its place."""
+        cases = [(j, g) for j in range(len(settings)) for g in gammas if g > 0 or j == 0]
+        if len(cases) == 1:
+            return settings[0], gammas[0], []
+        YL = Y[labeled]
+        outputs = [_loo_outputs(K, settings[j][1], self._weight(graphs[settings[j][0][0]], g),
+                                Y, labeled, self.gamma_A) for j, g in cases]
+        truth = truth_of(YL)
+        wrong = np.array([truth_of(out) != truth for out in outputs])
+        squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
+        best = choose(wrong, squared, supervised=0)
+        rows = [{"n_neighbors": None if g == 0 else settings[j][0][0],
+                 "p": None if g == 0 else settings[j][0][1], "gamma_I": g} for j, g in cases]
+        j, gamma_I = cases[best]
+        return settings[j], gamma_I, table(rows, wrong, squared, best)
+
+    def _confirm(self, K, M, weight, gamma_I, Y, labeled, selection):
+        """``(weight, gamma_I)`` after the chosen graph candidate is checked with this
+        estimator's own loss; LapRLS's leave-one-out already is (LapSVM overrides)."""
+        return weight, gamma_I
 
     def _fit_primal(self, X, client, graphs, setting, Y, labeled, kparams) -> dict:
         from ..solvers.primal import solve_primal
 
         graph = graphs[setting[0]]
-        weight = self._weight(graph)
+        gamma_I = SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)
+        weight = self._weight(graph, gamma_I)
         res = solve_primal(to_blocks(X, client, self.n_blocks), graph, Y, labeled,
                            kernel=self.kernel, kernel_params=kparams, gamma_A=self.gamma_A,
                            gamma_I=weight, loss=self._loss(), normalized=self.normalized,
@@ -312,7 +351,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         return {"dual_coef_": res.alpha, "intercept_": np.asarray(res.intercept, dtype=float),
                 "objective_": _squeeze(np.asarray(res.objective, dtype=float)),
                 "n_iter_": int(res.n_iter), "history_": res.history,
-                "graph_setting": setting, "selection": [], "gamma_I_effective_": weight}
+                "graph_setting": setting, "selection": [], "gamma_I_": gamma_I,
+                "gamma_I_effective_": weight}
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
         raise NotImplementedError
@@ -388,7 +428,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
                 "fit_seconds": float(self.fit_seconds_), "history": self.history_,
                 "kernel_params_": self.kernel_params_,
                 "gamma_I_effective": float(self.gamma_I_effective_),
-                "n_neighbors_": self.n_neighbors_, "p_": int(self.p_)}
+                "n_neighbors_": self.n_neighbors_, "p_": int(self.p_),
+                "gamma_I_": float(self.gamma_I_), "selection_": self.selection_}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -418,6 +459,9 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         self.kernel_params_ = doc["kernel_params_"]
         self.gamma_I_effective_ = doc["gamma_I_effective"]
         self.n_neighbors_, self.p_ = doc["n_neighbors_"], doc["p_"]
+        # models stored before gamma_I was chosen used the gamma_I they were given
+        self.gamma_I_ = doc.get("gamma_I_", doc["params"]["gamma_I"])
+        self.selection_ = doc.get("selection_", [])
         self.n_features_in_ = doc["n_features"]
         self.data_shape_ = tuple(doc["data_shape"])
         self.n_labeled_ = doc["n_labeled"]
@@ -436,25 +480,25 @@ def _squeeze(values: np.ndarray):
     return float(values[0]) if values.size == 1 else values
 
 
-def _loo_errors(K, M, weight, Y, labeled, gamma_A) -> int:
-    """Leave-one-out misclassifications of LapRLS on the labeled rows, all at once.
+def _loo_outputs(K, M, weight, Y, labeled, gamma_A) -> np.ndarray:
+    """LapRLS's leave-one-out outputs on the labeled rows, all at once: shape (l, n_columns).
 
     LapRLS is RLS with the deformed kernel ``K~`` (fixed by all rows, no label read) and ridge
-    ``gamma_A l``, so its leave-one-out residuals are ``(y - H y) / (1 - diag H)`` with the hat
-    matrix ``H = K~_LL (K~_LL + gamma_A l I)^-1`` over the labeled rows ``L``.
+    ``gamma_A l``, so its leave-one-out outputs are ``y - (y - H y) / (1 - diag H)`` with the
+    hat matrix ``H = K~_LL (K~_LL + gamma_A l I)^-1`` over the labeled rows ``L``; a row left
+    out stays in the graph, as an unlabeled row. ``weight = 0`` is kernel RLS (``K~ = K``).
     """
     L = np.flatnonzero(labeled)
     n, l = K.shape[0], L.size
-    Mr = (weight / gamma_A) * M
-    Z = lu_solve(lu_factor(np.eye(n) + Mr @ K), Mr @ K[:, L])
-    Kt = K[np.ix_(L, L)] - K[L] @ Z
-    Kt = (Kt + Kt.T) * 0.5
+    Kt = K[np.ix_(L, L)]
+    if weight > 0:
+        Mr = (weight / gamma_A) * M
+        Z = lu_solve(lu_factor(np.eye(n) + Mr @ K), Mr @ K[:, L])
+        Kt = Kt - K[L] @ Z
+        Kt = (Kt + Kt.T) * 0.5
     H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
     YL = Y[L]
-    loo = YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
-    if YL.shape[1] == 1:
-        return int(np.sum(np.sign(loo[:, 0]) != YL[:, 0]))
-    return int(np.sum(np.argmax(loo, axis=1) != np.argmax(YL, axis=1)))
+    return YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
 
 
 class LapRLS(_ManifoldClassifier):
@@ -601,7 +645,7 @@ class LapSVM(_ManifoldClassifier):
 
     _LOSSES = ("squared_hinge", "hinge")
 
-    def __init__(self, *, loss="squared_hinge", gamma_A=1e-6, gamma_I=1e4, kernel="rbf",
+    def __init__(self, *, loss="squared_hinge", gamma_A=1e-6, gamma_I="auto", kernel="rbf",
                  kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="auto", tol=1e-6, max_iter=200, early_stopping=True, search_epsilon=0.1,
@@ -625,6 +669,35 @@ class LapSVM(_ManifoldClassifier):
     def _loss_values(self, F, Y):
         margin = np.maximum(0.0, 1.0 - Y * F)
         return margin if self.loss == "hinge" else margin ** 2
+
+    def _confirm(self, K, M, weight, gamma_I, Y, labeled, selection):
+        """LapRLS's leave-one-out chose the graph candidate; whether it beats the supervised
+        SVM is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold cross-validation on
+        the labeled rows (both fits on the same folds; the squared hinge of the held-out rows
+        is the paired residual). Both rows join ``selection`` with ``criterion="cv"``."""
+        L = np.flatnonzero(labeled)
+        YL = Y[L]
+        fold = fold_of(YL, min(CV_FOLDS, L.size))
+        held_out = [np.empty_like(YL), np.empty_like(YL)]
+        for f in range(int(fold.max()) + 1):
+            train = labeled.copy()
+            train[L[fold == f]] = False
+            for j, w in enumerate((0.0, weight)):
+                fit = self._solve_dense(K, M, w, Y * train[:, None], train)
+                held_out[j][fold == f] = K[L[fold == f]] @ fit["dual_coef_"] + fit["intercept_"]
+        truth = truth_of(YL)
+        wrong = np.array([truth_of(out) != truth for out in held_out])
+        squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in held_out])
+        best = choose(wrong, squared, supervised=0)
+        graph = chosen_row(selection)
+        for row in selection:
+            row.update(criterion="loo", chosen=False)
+        selection.extend(table([{"n_neighbors": None, "p": None, "gamma_I": 0.0},
+                                {"n_neighbors": graph["n_neighbors"], "p": graph["p"],
+                                 "gamma_I": gamma_I}], wrong, squared, best))
+        for row in selection[-2:]:
+            row["criterion"] = "cv"
+        return (weight, gamma_I) if best == 1 else (0.0, 0.0)
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
         if self.loss == "hinge":

@@ -1,0 +1,118 @@
+"""LapRLS / LapSVM choose gamma_I and the graph on the labeled rows (issue: unlabeled data that
+never hurts): exact leave-one-out, the supervised candidate, the seeds' setting with too few
+labels, the record of the choice."""
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import laplacian
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.neighbors import kneighbors_graph
+
+from dask_ssl.data.generators import two_moons
+from dask_ssl.models import LapRLS, LapSVM
+from dask_ssl.models._selection import SelectionWarning, chosen_row
+from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
+
+
+def _labels(y, per_class, seed):
+    rng = np.random.default_rng(seed)
+    out = np.full(len(y), -1)
+    for c in np.unique(y):
+        idx = rng.choice(np.flatnonzero(y == c), per_class, replace=False)
+        out[idx] = y[idx]
+    return out
+
+
+@pytest.mark.parametrize("weight", [0.0, 1e-4, 1e-1])
+def test_leave_one_out_outputs_equal_refits_without_each_labeled_row(weight):
+    """Each labeled row's output from the fit without its loss term (it stays in the graph as
+    an unlabeled row; the loss keeps its 1/l, as the smoother's leave-one-out does)."""
+    X, _ = two_moons(n=60, noise=0.1, seed=2)
+    rng = np.random.default_rng(2)
+    labeled = np.zeros(60, dtype=bool)
+    labeled[rng.choice(60, 12, replace=False)] = True
+    Y = np.zeros((60, 3))
+    Y[labeled] = np.where(rng.integers(0, 3, (12, 1)) == np.arange(3), 1.0, -1.0)
+    K = rbf_kernel(X, gamma=0.5)
+    W = kneighbors_graph(X, 6, include_self=False)
+    M = laplacian(W.maximum(W.T).toarray(), normed=True)
+    gamma_A, l = 1e-3, 12
+    loo = _loo_outputs(K, M, weight, Y, labeled, gamma_A)
+    for j, i in enumerate(np.flatnonzero(labeled)):
+        keep = labeled.copy()
+        keep[i] = False
+        A = (np.diag(keep.astype(float)) + weight * l * M) @ K + gamma_A * l * np.eye(60)
+        alpha = np.linalg.solve(A, np.where(keep[:, None], Y, 0.0))
+        np.testing.assert_allclose(loo[j], K[i] @ alpha, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_labels_that_ignore_the_clusters_select_the_supervised_model(client, cls):
+    """A random linear label over isotropic noise, a linear kernel: the graph has nothing to
+    add, the default keeps gamma_I = 0 and predicts exactly as the supervised model
+    (gamma_I=0) on every row. (With the RBF kernel and the seeds' gamma_A = 1e-6 kernel RLS
+    nearly interpolates, and the graph term rightly wins there as a smoother.)"""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 10))
+    y = (X @ rng.normal(size=10) > 0).astype(int)
+    train = _labels(y, 40, seed=4)
+    auto = cls(kernel="linear", client=client, random_state=0).fit(X, train)
+    assert auto.gamma_I_ == 0.0 and chosen_row(auto.selection_)["gamma_I"] == 0.0
+    # LapSVM confirms a graph candidate with its own loss (two more rows) where LapRLS's
+    # leave-one-out prefers one
+    assert len(auto.selection_) in (1 + 2 * (len(AUTO_GAMMA_I) - 1), 3 + 2 * (len(AUTO_GAMMA_I) - 1))
+    supervised = cls(gamma_I=0.0, kernel="linear", client=client, random_state=0).fit(X, train)
+    np.testing.assert_array_equal(auto.predict(X), supervised.predict(X))
+    np.testing.assert_allclose(auto.decision_function(X), supervised.decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_two_moons_with_five_labels_a_class_select_the_graph(client, cls):
+    X, y = two_moons(n=1000, noise=0.1, seed=0)
+    y = (y > 0).astype(int)
+    train = _labels(y, 5, seed=1)
+    est = cls(client=client, random_state=0).fit(X, train)
+    assert est.gamma_I_ > 0
+    hidden = train == -1
+    assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
+    # the chosen row is the fit: the same settings given by hand fit the same model
+    row = chosen_row(est.selection_)
+    fixed = cls(gamma_I=row["gamma_I"], n_neighbors=row["n_neighbors"], p=row["p"],
+                client=client, random_state=0).fit(X, train)
+    np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_too_few_labels_keep_the_seeds_setting_and_warn(client):
+    X, y = two_moons(n=200, noise=0.1, seed=0)
+    train = _labels((y > 0).astype(int), 3, seed=0)
+    with pytest.warns(SelectionWarning, match="LapRLS: fewer than 5 labeled rows"):
+        est = LapRLS(client=client, random_state=0).fit(X, train)
+    assert est.gamma_I_ == 1e4 and est.selection_ == []
+    seeds = LapRLS(gamma_I=1e4, n_neighbors=10, p=1, client=client, random_state=0)
+    np.testing.assert_allclose(est.dual_coef_, seeds.fit(X, train).dual_coef_, rtol=1e-12)
+
+
+def test_the_choice_is_stored_with_the_model(client, tmp_path):
+    X, y = two_moons(n=300, noise=0.1, seed=3)
+    train = _labels((y > 0).astype(int), 6, seed=3)
+    est = LapRLS(client=client, random_state=0).fit(X, train)
+    save_model(est, tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    assert back.gamma_I_ == est.gamma_I_ and back.selection_ == est.selection_
+    assert sum(row["chosen"] for row in back.selection_) == 1
+
+
+def test_nystrom_path_chooses_through_the_linear_estimator(client):
+    """With n_components the choice is the linear estimators' (shares of the graph term),
+    reported in this estimator's gamma_I units: the chosen gamma_I given by hand is the fit."""
+    X, y = two_moons(n=400, noise=0.1, seed=5)
+    train = _labels((y > 0).astype(int), 10, seed=5)
+    est = LapRLS(n_components=60, client=client, random_state=0).fit(X, train)
+    row = chosen_row(est.selection_)
+    assert row["gamma_I"] == pytest.approx(est.gamma_I_, rel=1e-12)
+    assert est.gamma_I_effective_ == pytest.approx(est.gamma_I_ / 400 ** 2, rel=1e-12)
+    fixed = LapRLS(gamma_I=est.gamma_I_, n_components=60, client=client,
+                   random_state=0).fit(X, train)
+    np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-6, atol=1e-9)
