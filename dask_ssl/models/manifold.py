@@ -25,6 +25,7 @@ objective there (:mod:`._nystrom_manifold`); the model is an expansion over the 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,7 +52,8 @@ from ._nystrom_manifold import fit_nystrom
 from ._graph_weight import CV_FOLDS, SEED_GAMMA_I, fold_of, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
-from ._selection import choose, chosen_row, enough_labels, table, warn_unchecked
+from ._selection import (SelectionWarning, choose, chosen_row, enough_labels, table,
+                         warn_unchecked)
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -341,7 +343,11 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         from ..solvers.primal import solve_primal
 
         graph = graphs[setting[0]]
-        gamma_I = SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)
+        gamma_I = float(self.gamma_I) if self.gamma_I != "auto" else SEED_GAMMA_I
+        if self.gamma_I == "auto":
+            warnings.warn(f"{type(self).__name__}: gamma_I='auto' is chosen on the direct "
+                          "solver and with n_components; the primal solver uses the seeds' "
+                          f"gamma_I={SEED_GAMMA_I:g} unchecked", SelectionWarning, stacklevel=4)
         weight = self._weight(graph, gamma_I)
         res = solve_primal(to_blocks(X, client, self.n_blocks), graph, Y, labeled,
                            kernel=self.kernel, kernel_params=kparams, gamma_A=self.gamma_A,
@@ -513,11 +519,19 @@ class LapRLS(_ManifoldClassifier):
         gamma_A, weight of the ambient norm ``||f||_K^2 = alpha^T K alpha``; the loss is
         ``(1/l) sum`` over labeled rows (the thesis' normalization; RLS's ridge is
         ``gamma_A l``). 1e-6 is the thesis' fixed value (Table 2.6).
-    gamma_I : float, default 1e4
+    gamma_I : float or "auto", default "auto"
         gamma_I, weight of the graph term ``f^T M f`` before ``graph_normalization``
         (``gamma_I_eff = gamma_I / (u + l)^2`` by default). 0 gives RLS on the labeled rows.
-        The default makes the graph term dominate the ambient one (``gamma_I_eff / gamma_A``
-        about 1e10 / n^2): the classifier follows the graph, the kernel extends it.
+        ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included),
+        jointly with the "auto" graph settings, by LapRLS's exact leave-one-out outputs
+        (through the deformed kernel; the left-out row stays in the graph) and the rule of
+        :mod:`dask_ssl.models._selection`: a graph candidate replaces the supervised model
+        only when its paired gain in squared leave-one-out residual exceeds twice its
+        standard error. With fewer than 5 labeled rows in a class, or on the primal solver,
+        it is the seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`):
+        the graph term then dominates the ambient one, the classifier follows the graph and
+        the kernel extends it. With ``n_components`` the linear estimators' "auto" chooses
+        (:class:`LinearLapRLS`), reported in these units. The value used is ``gamma_I_``.
     kernel : str or callable, default "rbf"
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
@@ -584,10 +598,17 @@ class LapRLS(_ManifoldClassifier):
         The training rows x_i of the expansion.
     kernel_params_ : dict
         The kernel parameters used (with the default RBF width filled in).
+    gamma_I_ : float
+        The gamma_I used (the choice with "auto").
     gamma_I_effective_ : float
         The coefficient of ``f^T M f`` after normalization.
-    n_neighbors_, p_, selection_
-        The graph used and, with "auto", the leave-one-out errors of each candidate.
+    n_neighbors_, p_ : int
+        The graph used.
+    selection_ : list of dict
+        With "auto" settings: per candidate ``n_neighbors``, ``p``, ``gamma_I``, its
+        leave-one-out ``errors`` (count, rate, standard error), ``squared`` residual and
+        whether it was ``chosen`` (:func:`dask_ssl.models._selection.table`); LapSVM adds the
+        two rows of its confirmation (``criterion="cv"``). Empty when nothing was chosen.
     landmark_indices_ : ndarray of shape (m,) or None
         With ``n_components``: the training rows that are the landmarks (the expansion points).
     n_components_ : int or None
