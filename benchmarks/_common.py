@@ -11,11 +11,13 @@ from distributed import Client, LocalCluster
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 KDD99 = SHARED / "kdd99" / "kddcup.data_10_percent.gz"
+MULTIVIEW = SHARED / "multiview"
 
 
 @contextmanager
-def local_cluster(n_workers: int = 2):
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, dashboard_address=":0",
+def local_cluster(n_workers: int = 2, threads_per_worker: int = 1):
+    with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                      dashboard_address=":0",
                       silence_logs=logging.ERROR, memory_limit="10GiB") as cluster, \
             Client(cluster, direct_to_workers=True) as client:  # as dask_ssl.cluster does
         yield client
