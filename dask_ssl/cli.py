@@ -96,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--gamma-I", dest="gamma_I", type=_number_or_auto, metavar="GAMMA_I",
                      help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I "
                           "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not); "
-                          "'auto' (linlaprls/linlapsvm, their default): chosen on the labeled "
-                          "rows")
+                          "'auto' (their default): chosen on the labeled rows, 0 (the "
+                          "supervised model) included")
     fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
                                       "lapsvm, kda, bb; Nystrom features of tsvm, da, linlaprls, "
                                       "linlapsvm")

@@ -81,7 +81,7 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
     (["--algorithm", "svm", "--n-components", "10"], "does not apply"),
     (["--algorithm", "linlaprls", "--max-switches", "1"], "does not apply"),
     (["--algorithm", "kda", "--loss", "l2"], "loss='l2' is now called loss='squared_hinge'"),
-    (["--algorithm", "laprls", "--gamma-I", "auto"], "'gamma_I' parameter of LapRLS"),
+    (["--algorithm", "laprls", "--gamma-I", "-1"], "'gamma_I' parameter of LapRLS"),
     (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
     (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
     (["--algorithm", "laprls", "--n-components", "0"], "'n_components' parameter of"),
