@@ -170,6 +170,41 @@ def test_columns_together_equal_one_by_one(client):
         K.close()
 
 
+@pytest.mark.parametrize("loss", ["squared", "squared_hinge"])
+def test_columns_with_their_own_labels_and_gamma_I_equal_separate_solves(client, loss):
+    """Cross-validation's layout: each column has its own labeled rows (a fold held out: its
+    own l, its held-out rows unlabeled) and its own gamma_I (0 among them, kept out of the
+    graph products); the joint solve gives each column's separate solve with one mask and
+    one gamma_I."""
+    X, W, Y, labeled, _ = _moons(n=240, seed=5)
+    data = _blocks(client, X, 2)
+    graph = Graph.from_scipy(W, client=client, n_blocks=2)
+    K = KernelBlocks(data, kernel="rbf", kernel_params=KP, dtype="float64")
+    rows = np.flatnonzero(labeled)
+    held = [np.isin(np.arange(240), rows[f::2]) for f in range(2)]
+    # columns: (labeled rows, gamma_I, target)
+    cases = [(labeled, 0.01, 0), (labeled & ~held[0], 0.0, 0), (labeled & ~held[1], 0.05, 1),
+             (labeled & ~held[0], 0.01, 1)]
+    masks = np.column_stack([m for m, _, _ in cases])
+    gammas = np.array([g for _, g, _ in cases])
+    Yc = Y[:, [t for _, _, t in cases]] * masks
+    kw = dict(kernel_blocks=K, gamma_A=1e-3, normalized=True, p=2, tol=1e-10, max_iter=5000,
+              client=client, early_stopping=False, loss=loss)
+    try:
+        together = solve_primal(data, graph, Yc, masks, gamma_I=gammas, **kw)
+        assert together.converged.all()
+        for j, (mask, gamma_I, _) in enumerate(cases):
+            alone = solve_primal(data, graph, Yc[:, j], mask, gamma_I=gamma_I, **kw)
+            scale = np.abs(alone.decision).max()
+            np.testing.assert_allclose(together.decision[:, j], alone.decision[:, 0],
+                                       atol=1e-7 * scale)
+            np.testing.assert_allclose(together.intercept[j], alone.intercept[0], atol=1e-7)
+            np.testing.assert_allclose(together.objective[j], alone.objective[0], rtol=1e-8)
+            assert together.n_newton[j] == alone.n_newton[0]
+    finally:
+        K.close()
+
+
 @pytest.mark.parametrize("n_blocks,normalized", [(1, True), (2, False)])
 def test_lapsvm_squared_hinge_equals_dense_newton(client, moons, n_blocks, normalized):
     """Squared-hinge LapSVM with bias: objective, decision values and bias of the dense Newton
@@ -269,6 +304,13 @@ def test_bad_input_fails_before_work(client, moons):
         (dict(Y=Y[:100]), "Y must have shape"),
         (dict(Y=np.where(labeled[:, None], 2.0, 0.0)), "Y must be \\+1 or -1 on labeled rows"),
         (dict(labeled=np.zeros(240, bool)), "no labeled rows"),
+        (dict(labeled=np.zeros((240, 3), bool)), "labeled must be a boolean array of shape"),
+        (dict(labeled=np.column_stack([labeled, np.zeros(240, bool)])),
+         "no labeled rows in column 1"),
+        (dict(labeled=np.column_stack([labeled, labeled & (np.arange(240) % 2 == 0)])),
+         "Y must be 0 on unlabeled rows"),
+        (dict(gamma_I=np.array([0.1, -0.1])), "gamma_I must be a non-negative"),
+        (dict(gamma_I=np.ones(3)), "gamma_I must be a number or an array of shape"),
         (dict(dtype="float16"), "dtype must be one of"),
     ]
     for change, message in cases:
