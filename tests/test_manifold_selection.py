@@ -116,3 +116,87 @@ def test_nystrom_path_chooses_through_the_linear_estimator(client):
     fixed = LapRLS(gamma_I=est.gamma_I_, n_components=60, client=client,
                    random_state=0).fit(X, train)
     np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-6, atol=1e-9)
+
+
+# the primal solver: gamma_I by cross-validation, every fold and candidate a column -------------
+def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(client, monkeypatch):
+    """The cross-validation solve has one column per (fold, candidate): its held-out rows are
+    labeled rows, the folds partition the labeled rows (stratified by class), and only a
+    column's held-out outputs are scored (every other output of that solve is made NaN here,
+    and no NaN reaches the table). The fit at the choice follows with all labels."""
+    from dask_ssl.models._graph_weight import CV_FOLDS
+    from dask_ssl.solvers import primal
+
+    X, y = two_moons(n=300, noise=0.1, seed=3)
+    y = (y > 0).astype(int)
+    train = _labels(y, 6, seed=3)
+    labeled = train != -1
+    masks = []
+    solve = primal.solve_primal
+
+    def spy(blocks, graph, Y, mask, **kw):
+        res = solve(blocks, graph, Y, mask, **kw)
+        masks.append(np.asarray(mask))
+        if np.ndim(mask) == 2:
+            res.decision[mask | ~labeled[:, None]] = np.nan
+        return res
+
+    monkeypatch.setattr(primal, "solve_primal", spy)
+    est = LapRLS(solver="primal", client=client, random_state=0).fit(X, train)
+    cv, final = masks
+    assert cv.shape == (300, CV_FOLDS * len(AUTO_GAMMA_I)) and final.shape == (300,)
+    np.testing.assert_array_equal(final, labeled)
+    held = labeled[:, None] & ~cv
+    assert not (cv & ~labeled[:, None]).any()  # a column's labels are labeled rows
+    folds = np.unique(held.T, axis=0)
+    assert len(folds) == CV_FOLDS
+    np.testing.assert_array_equal(folds.sum(axis=0), labeled)  # each held out exactly once
+    for fold in folds:
+        assert np.ptp(np.bincount(y[fold], minlength=2)) <= 1
+        assert abs(fold.sum() - labeled.sum() / CV_FOLDS) < 1 + 1e-9
+    assert len(est.selection_) == len(AUTO_GAMMA_I)
+    assert all(np.isfinite(row["squared"]) and row["criterion"] == "cv"
+               for row in est.selection_)
+    assert sum(row["chosen"] for row in est.selection_) == 1
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_primal_labels_that_ignore_the_clusters_select_the_supervised_model(client, cls):
+    """As on the direct solver: a random linear label over isotropic noise, a linear kernel;
+    the cross-validated choice is gamma_I = 0 and the model is the supervised fit of the same
+    solver."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(400, 10))
+    y = (X @ rng.normal(size=10) > 0).astype(int)
+    train = _labels(y, 40, seed=4)
+    kw = dict(kernel="linear", solver="primal", client=client, random_state=0)
+    auto = cls(**kw).fit(X, train)
+    assert auto.gamma_I_ == 0.0 and chosen_row(auto.selection_)["gamma_I"] == 0.0
+    supervised = cls(gamma_I=0.0, **kw).fit(X, train)
+    np.testing.assert_array_equal(auto.predict(X), supervised.predict(X))
+    np.testing.assert_allclose(auto.decision_function(X), supervised.decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_primal_two_moons_with_five_labels_a_class_select_the_graph(client, cls):
+    X, y = two_moons(n=400, noise=0.1, seed=0)
+    y = (y > 0).astype(int)
+    train = _labels(y, 5, seed=1)
+    est = cls(solver="primal", client=client, random_state=0).fit(X, train)
+    assert est.gamma_I_ > 0
+    hidden = train == -1
+    assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
+    # the chosen row is the fit: the same settings given by hand fit the same model
+    row = chosen_row(est.selection_)
+    fixed = cls(gamma_I=row["gamma_I"], n_neighbors=row["n_neighbors"], p=row["p"],
+                solver="primal", client=client, random_state=0).fit(X, train)
+    np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-9, atol=1e-12)
+
+
+def test_primal_too_few_labels_keep_the_seeds_setting_and_warn(client):
+    X, y = two_moons(n=200, noise=0.1, seed=0)
+    train = _labels((y > 0).astype(int), 3, seed=0)
+    with pytest.warns(SelectionWarning, match="LapRLS: fewer than 5 labeled rows"):
+        est = LapRLS(solver="primal", client=client, random_state=0).fit(X, train)
+    assert est.gamma_I_ == 1e4 and est.selection_ == []

@@ -25,7 +25,6 @@ objective there (:mod:`._nystrom_manifold`); the model is an expansion over the 
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,18 +48,17 @@ from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
-from ._graph_weight import CV_FOLDS, SEED_GAMMA_I, fold_of, truth_of
+from ._graph_weight import CV_FOLDS, CV_TOL, SEED_GAMMA_I, fold_of, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
-from ._selection import (SelectionWarning, choose, chosen_row, enough_labels, table,
-                         warn_unchecked)
+from ._selection import choose, chosen_row, enough_labels, table, warn_unchecked
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
 DIRECT_MAX_ROWS = 5000
 #: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
 AUTO_GRAPHS = ((10, 1), (50, 5))
-#: ``gamma_I`` values tried by ``gamma_I="auto"`` on the direct solver (before
+#: ``gamma_I`` values tried by ``gamma_I="auto"`` on the direct and primal solvers (before
 #: ``graph_normalization``): 0, the supervised model, and eight decades around the seeds' 1e4.
 AUTO_GAMMA_I = (0.0, 1e-2, 1.0, 1e2, 1e4, 1e6)
 #: Where LapRLS / LapSVM widen the shared constraints: "auto" graphs, the exact expansion.
@@ -340,25 +338,85 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         return weight, gamma_I
 
     def _fit_primal(self, X, client, graphs, setting, Y, labeled, kparams) -> dict:
-        from ..solvers.primal import solve_primal
+        """The distributed fit on the first graph setting, at the ``gamma_I`` of
+        :meth:`_primal_gamma_I`; the kernel rows are computed once for the selection and the
+        fit."""
+        from ..kernels.blocks import KernelBlocks
 
         graph = graphs[setting[0]]
-        gamma_I = float(self.gamma_I) if self.gamma_I != "auto" else SEED_GAMMA_I
-        if self.gamma_I == "auto":
-            warnings.warn(f"{type(self).__name__}: gamma_I='auto' is chosen on the direct "
-                          "solver and with n_components; the primal solver uses the seeds' "
-                          f"gamma_I={SEED_GAMMA_I:g} unchecked", SelectionWarning, stacklevel=4)
-        weight = self._weight(graph, gamma_I)
-        res = solve_primal(to_blocks(X, client, self.n_blocks), graph, Y, labeled,
-                           kernel=self.kernel, kernel_params=kparams, gamma_A=self.gamma_A,
-                           gamma_I=weight, loss=self._loss(), normalized=self.normalized,
-                           p=setting[1], tol=self.tol, max_iter=self.max_iter, client=client,
-                           early_stopping=bool(self.early_stopping))
+        blocks = to_blocks(X, client, self.n_blocks)
+        K = KernelBlocks(blocks, kernel=self.kernel, kernel_params=kparams)
+        try:
+            gamma_I, selection = self._primal_gamma_I(blocks, K, graph, setting, Y, labeled)
+            weight = self._weight(graph, gamma_I)
+            res = self._solve_primal(blocks, K, graph, setting[1], Y, labeled, weight, self.tol)
+        finally:
+            K.close()
         return {"dual_coef_": res.alpha, "intercept_": np.asarray(res.intercept, dtype=float),
                 "objective_": _squeeze(np.asarray(res.objective, dtype=float)),
                 "n_iter_": int(res.n_iter), "history_": res.history,
-                "graph_setting": setting, "selection": [], "gamma_I_": gamma_I,
+                "graph_setting": setting, "selection": selection, "gamma_I_": gamma_I,
                 "gamma_I_effective_": weight}
+
+    def _primal_gamma_I(self, blocks, K, graph, setting, Y, labeled):
+        """``(gamma_I, selection_)`` on the primal path: the given ``gamma_I``; with "auto" the
+        choice of :meth:`_cv_primal`, or the seeds' with too few labels to choose."""
+        if self.gamma_I != "auto":
+            return float(self.gamma_I), []
+        if not enough_labels(truth_of(Y[labeled])):
+            warn_unchecked(self, "gamma_I")
+            return SEED_GAMMA_I, []
+        return self._cv_primal(blocks, K, graph, setting, Y, labeled)
+
+    def _cv_primal(self, blocks, K, graph, setting, Y, labeled):
+        """``(gamma_I, selection_)``: :data:`AUTO_GAMMA_I` (0, the supervised model, first) by
+        :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this estimator's
+        own loss on the held-out rows and the rule of :mod:`._selection`.
+
+        Every (fold, candidate, class column) is a column of one primal solve on the kernel
+        rows ``K``, so an iteration costs the products of one fit. A fold's held-out rows are
+        unlabeled rows of its columns: they stay in the graph term, and only their outputs
+        ``K alpha + b`` are scored."""
+        L = np.flatnonzero(labeled)
+        YL = Y[L]
+        fold = fold_of(YL, min(CV_FOLDS, L.size))
+        n_folds, n_targets = int(fold.max()) + 1, Y.shape[1]
+        cases = [(f, g, t) for f in range(n_folds) for g in AUTO_GAMMA_I
+                 for t in range(n_targets)]
+        masks = np.zeros((Y.shape[0], len(cases)), dtype=bool)
+        for j, (f, _, _) in enumerate(cases):
+            masks[L[fold != f], j] = True
+        # gamma_I_eff is linear in gamma_I: one normalization for every candidate
+        unit = self._weight(graph, 1.0)
+        weights = np.array([g * unit for _, g, _ in cases])
+        res = self._solve_primal(blocks, K, graph, setting[1],
+                                 Y[:, [t for _, _, t in cases]] * masks, masks, weights,
+                                 max(self.tol, CV_TOL))
+        outputs = []
+        for g in AUTO_GAMMA_I:
+            held_out = np.empty_like(YL)
+            for f in range(n_folds):
+                cols = [j for j, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
+                held_out[fold == f] = res.decision[np.ix_(L[fold == f], cols)]
+            outputs.append(held_out)
+        truth = truth_of(YL)
+        wrong = np.array([truth_of(out) != truth for out in outputs])
+        squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in outputs])
+        best = choose(wrong, squared, supervised=0)
+        rows = [{"n_neighbors": None if g == 0 else setting[0],
+                 "p": None if g == 0 else setting[1], "gamma_I": g} for g in AUTO_GAMMA_I]
+        selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
+        return AUTO_GAMMA_I[best], selection
+
+    def _solve_primal(self, blocks, K, graph, p, Y, labeled, weight, tol):
+        """:func:`~dask_ssl.solvers.primal.solve_primal` on the kernel rows ``K`` with this
+        estimator's loss and limits; ``labeled`` and ``weight`` per column or for all."""
+        from ..solvers.primal import solve_primal
+
+        return solve_primal(blocks, graph, Y, labeled, kernel_blocks=K, gamma_A=self.gamma_A,
+                            gamma_I=weight, loss=self._loss(), normalized=self.normalized, p=p,
+                            tol=tol, max_iter=self.max_iter, client=blocks.client,
+                            early_stopping=bool(self.early_stopping))
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
         raise NotImplementedError
@@ -522,16 +580,22 @@ class LapRLS(_ManifoldClassifier):
     gamma_I : float or "auto", default "auto"
         gamma_I, weight of the graph term ``f^T M f`` before ``graph_normalization``
         (``gamma_I_eff = gamma_I / (u + l)^2`` by default). 0 gives RLS on the labeled rows.
-        ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included),
-        jointly with the "auto" graph settings, by LapRLS's exact leave-one-out outputs
-        (through the deformed kernel; the left-out row stays in the graph) and the rule of
-        :mod:`dask_ssl.models._selection`: a graph candidate replaces the supervised model
-        only when its paired gain in squared leave-one-out residual exceeds twice its
-        standard error. With fewer than 5 labeled rows in a class, or on the primal solver,
-        it is the seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`):
-        the graph term then dominates the ambient one, the classifier follows the graph and
-        the kernel extends it. With ``n_components`` the linear estimators' "auto" chooses
-        (:class:`LinearLapRLS`), reported in these units. The value used is ``gamma_I_``.
+        ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included) by
+        the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
+        supervised model only when its paired gain in held-out residual exceeds twice its
+        standard error. The direct solver chooses jointly with the "auto" graph settings, by
+        LapRLS's exact leave-one-out outputs (through the deformed kernel; the left-out row
+        stays in the graph) and their squared residuals. The primal solver chooses on the
+        first graph setting by ``CV_FOLDS``-fold cross-validation (folds stratified by class,
+        each labeled row held out once), scored by the estimator's own loss on the held-out
+        rows; every (fold, candidate, class) is a column of one distributed solve on the
+        kernel rows computed once, a fold's held-out rows staying in the graph as unlabeled
+        rows, and the fit at the chosen value follows. With fewer than 5 labeled rows in a
+        class it is the seeds' 1e4 (with a
+        :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
+        the ambient one, the classifier follows the graph and the kernel extends it. With
+        ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`),
+        reported in these units. The value used is ``gamma_I_``.
     kernel : str or callable, default "rbf"
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
@@ -606,9 +670,12 @@ class LapRLS(_ManifoldClassifier):
         The graph used.
     selection_ : list of dict
         With "auto" settings: per candidate ``n_neighbors``, ``p``, ``gamma_I``, its
-        leave-one-out ``errors`` (count, rate, standard error), ``squared`` residual and
-        whether it was ``chosen`` (:func:`dask_ssl.models._selection.table`); LapSVM adds the
-        two rows of its confirmation (``criterion="cv"``). Empty when nothing was chosen.
+        held-out ``errors`` (count, rate, standard error), ``squared`` residual and whether
+        it was ``chosen`` (:func:`dask_ssl.models._selection.table`). On the direct solver
+        they are leave-one-out figures, and LapSVM adds the two rows of its confirmation
+        (``criterion="cv"``); on the primal solver every row is a cross-validation one
+        (``criterion="cv"``, ``squared`` the estimator's own loss). Empty when nothing was
+        chosen.
     landmark_indices_ : ndarray of shape (m,) or None
         With ``n_components``: the training rows that are the landmarks (the expansion points).
     n_components_ : int or None
@@ -652,9 +719,11 @@ class LapSVM(_ManifoldClassifier):
     gamma_A, gamma_I, kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize,
     normalized, p, graph_normalization, solver, tol, max_iter, unlabeled, client, n_blocks,
     search_epsilon, n_components, landmarks, random_state
-        As in :class:`LapRLS` (``tol`` is also libsvm's stopping tolerance; the "auto" graph
-        selection scores candidates by LapRLS's leave-one-out errors, which are exact and
-        cheap, as a proxy). With ``loss="hinge"`` the solver is always direct. With
+        As in :class:`LapRLS` (``tol`` is also libsvm's stopping tolerance; on the direct
+        solver the "auto" selection scores candidates by LapRLS's leave-one-out errors, which
+        are exact and cheap, as a proxy, and confirms a graph candidate with the SVM's own
+        loss; the primal solver's cross-validation scores the squared hinge itself). With
+        ``loss="hinge"`` the solver is always direct. With
         ``n_components`` the loss must be the squared hinge, and the bias is that of
         :class:`LinearLapSVM`, a constant feature regularized by ``gamma_A`` (``objective_``
         then holds ``gamma_A b^2`` too; the exact squared-hinge bias is unregularized).
