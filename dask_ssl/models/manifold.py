@@ -389,6 +389,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         # gamma_I_eff is linear in gamma_I: one normalization for every candidate
         unit = self._weight(graph, 1.0)
         weights = np.array([g * unit for _, g, _ in cases])
+        # the folds' fits need only be accurate enough to count their held-out errors
         res = self._solve_primal(blocks, K, graph, setting[1],
                                  Y[:, [t for _, _, t in cases]] * masks, masks, weights,
                                  max(self.tol, CV_TOL))
