@@ -201,6 +201,10 @@ def test_columns_with_their_own_labels_and_gamma_I_equal_separate_solves(client,
             np.testing.assert_allclose(together.intercept[j], alone.intercept[0], atol=1e-7)
             np.testing.assert_allclose(together.objective[j], alone.objective[0], rtol=1e-8)
             assert together.n_newton[j] == alone.n_newton[0]
+        # columns without a graph term never call the graph's blocks
+        trips = graph.W.round_trips
+        solve_primal(data, graph, Yc, masks, gamma_I=np.zeros(len(cases)), **{**kw, "max_iter": 5})
+        assert graph.W.round_trips == trips
     finally:
         K.close()
 
