@@ -113,18 +113,21 @@ def resolve_gamma_u(est, checkpoint: str | None, resume: bool, choose_now) -> No
     A fit interrupted during the selection left no record and chooses again; one interrupted
     during its final fit continues with the weight its stages were run at.
     """
-    url = None if checkpoint is None else f"{checkpoint.rstrip('/')}/{CHOICE_FILE}"
-    if resume and url is not None and isinstance(est.gamma_u, str):
-        fs, path = fsspec.core.url_to_fs(url)
-        if fs.exists(path):
-            with fs.open(path, "r") as f:
-                doc = json.load(f)
-            est.gamma_u_, est.selection_ = doc["gamma_u_"], doc["selection_"]
-            return
+    record = isinstance(est.gamma_u, str) and checkpoint is not None
+    if record:
+        fs, root = fsspec.core.url_to_fs(checkpoint)
+        path = f"{root.rstrip('/')}/{CHOICE_FILE}"
+    if record and resume and fs.exists(path):
+        with fs.open(path, "r") as f:
+            doc = json.load(f)
+        est.gamma_u_, est.selection_ = doc["gamma_u_"], doc["selection_"]
+        return
+    if record and fs.exists(path):
+        # an earlier fit's choice: a resume of this one must not find it
+        fs.rm(path)
     est.gamma_u_, est.selection_ = choose_now()
-    if url is not None and isinstance(est.gamma_u, str):
-        fs, path = fsspec.core.url_to_fs(url)
-        fs.makedirs(fs._parent(path), exist_ok=True)
+    if record:
+        fs.makedirs(root, exist_ok=True)
         # written aside and renamed: a reader never sees half a record
         with fs.open(path + ".part", "w") as f:
             json.dump({"gamma_u_": est.gamma_u_, "selection_": est.selection_}, f)
