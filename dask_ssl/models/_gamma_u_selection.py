@@ -110,8 +110,11 @@ def resolve_gamma_u(est, checkpoint: str | None, resume: bool, choose_now) -> No
     a fit that had chosen, else from ``choose_now()`` (recorded in the checkpoint, before
     any stage of the final fit is saved, when "auto" chose on the labels).
 
-    A fit interrupted during the selection left no record and chooses again; one interrupted
-    during its final fit continues with the weight its stages were run at.
+    A fit interrupted during its final fit resumes with the weight its stages were run at,
+    without choosing again. One interrupted before the final fit saved a stage has nothing to
+    resume, as any fit stopped before its first stage: it is fitted again without ``resume``
+    (and an earlier record is removed as that fit starts, so a resume never reads another
+    fit's choice).
     """
     record = isinstance(est.gamma_u, str) and checkpoint is not None
     if record:
