@@ -224,7 +224,7 @@ class TSVM(LinearS3VM):
     cold start from poor local minima but is not needed when a retrain starts near its
     answer; a cold start follows the thesis exactly. With ``checkpoint`` and "auto", the
     choice is recorded in the checkpoint directory before the final fit's first stage; a
-    resumed fit reads it back (or, interrupted during the selection, chooses again).
+    resumed fit reads it back instead of choosing again.
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
