@@ -198,6 +198,27 @@ def test_resume_continues_with_the_recorded_choice(client, clusters, clusters_ts
     np.testing.assert_allclose(resumed.coef_, auto.coef_, rtol=1e-10, atol=1e-12)
 
 
+def test_kernel_resume_continues_with_the_recorded_choice(clusters, tmp_path, monkeypatch):
+    X, yl, _ = (a[:350] for a in clusters)
+    params = dict(gamma_u="auto", loss="squared", kernel_params={"gamma": 0.01},
+                  checkpoint=str(tmp_path))
+    auto = KernelDAS3VM(**params).fit(X, yl)
+    record = tmp_path / sel.CHOICE_FILE
+    assert record.is_file() and auto.gamma_u_ > 0  # a stage checkpoint to resume from
+
+    def not_again(*args):
+        raise AssertionError("a resumed fit chose again")
+
+    monkeypatch.setattr("dask_ssl.models.kernel_da.choose_gamma_u", not_again)
+    resumed = KernelDAS3VM(**params).fit(X, yl, resume=True)
+    assert resumed.gamma_u_ == auto.gamma_u_ and resumed.selection_ == auto.selection_
+    np.testing.assert_allclose(resumed.dual_coef_, auto.dual_coef_)
+    # a fit afresh removes the record before it chooses
+    with pytest.raises(AssertionError, match="chose again"):
+        KernelDAS3VM(**params).fit(X, yl)
+    assert not record.exists()
+
+
 def test_model_json_keeps_the_choice(clusters_tsvm, tmp_path):
     auto, _ = clusters_tsvm
     loaded = load_model(save_model(auto, tmp_path / "model"))
