@@ -180,5 +180,6 @@ def test_gamma_u_auto_goes_through_the_estimators_params(tmp_path, name, ok):
     if ok:
         assert load_workflow(write(tmp_path, text)).doc["estimator"]["params"]["gamma_u"] == "auto"
     else:
-        with pytest.raises(WorkflowError, match="estimator.params.gamma_u: The 'gamma_u' parameter"):
+        with pytest.raises(WorkflowError,
+                           match="estimator.params.gamma_u: The 'gamma_u' parameter"):
             load_workflow(write(tmp_path, text))
