@@ -33,27 +33,14 @@ import fsspec
 import numpy as np
 
 from ._input import target_columns
-from ._selection import choose, enough_labels, table, warn_unchecked
+from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
 
 #: gamma_u values tried by ``gamma_u="auto"``, ascending, the supervised 0 first.
 AUTO_GAMMA_U = (0.0, 0.01, 0.1, 1.0)
 #: The seeds' gamma' (svmlin ``-U 1``), used unchecked where the labels are too few to choose.
 SEED_GAMMA_U = 1.0
-#: Folds of the labeled rows (as ``gamma_I="auto"``'s cross-validation): each fold fit keeps
-#: three quarters of the labels, and the folds cost four fits per candidate.
-CV_FOLDS = 4
 #: The file in a fit's checkpoint directory that records the chosen gamma_u.
 CHOICE_FILE = "gamma_u.json"
-
-
-def stratified_folds(truth: np.ndarray, k: int) -> np.ndarray:
-    """Fold number per labeled row: each class's rows (``truth``: class codes) are dealt to
-    the ``k`` folds in turn, so every fold holds every class and each row is in one fold."""
-    fold = np.empty(truth.shape[0], dtype=np.int64)
-    for cls in np.unique(truth):
-        rows = np.flatnonzero(truth == cls)
-        fold[rows] = np.arange(rows.size) % k
-    return fold
 
 
 def choose_gamma_u(est, codes: np.ndarray, targets: list, fold_outputs) -> tuple[float, list]:
@@ -77,7 +64,7 @@ def choose_gamma_u(est, codes: np.ndarray, targets: list, fold_outputs) -> tuple
     if not enough_labels(truth):
         warn_unchecked(est, "gamma_u")
         return SEED_GAMMA_U, []
-    fold = stratified_folds(truth, CV_FOLDS)
+    fold = fold_of(truth, CV_FOLDS)
     outputs = np.empty((len(AUTO_GAMMA_U), labeled.size, len(targets)))
     for f in range(CV_FOLDS):
         held = labeled[fold == f]
@@ -86,7 +73,8 @@ def choose_gamma_u(est, codes: np.ndarray, targets: list, fold_outputs) -> tuple
         outputs[:, fold == f] = fold_outputs(fold_codes, held)
     wrong = np.array([_guess(out, targets) != truth for out in outputs])
     Y = target_columns(truth, targets)
-    squared = np.array([np.sum((Y - out) ** 2) for out in outputs])
+    # the squared hinge, the S3VMs' loss, per held-out row
+    squared = np.array([np.sum(np.maximum(0.0, 1.0 - Y * out) ** 2, axis=1) for out in outputs])
     best = choose(wrong, squared, supervised=0)
     return AUTO_GAMMA_U[best], table([{"gamma_u": g} for g in AUTO_GAMMA_U], wrong, squared,
                                      best)

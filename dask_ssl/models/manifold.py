@@ -49,11 +49,11 @@ from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
-from ._graph_weight import CV_FOLDS, SEED_GAMMA_I, fold_of, truth_of
+from ._graph_weight import SEED_GAMMA_I, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
-from ._selection import (SelectionWarning, choose, chosen_row, enough_labels, table,
-                         warn_unchecked)
+from ._selection import (CV_FOLDS, SelectionWarning, choose, chosen_row, enough_labels,
+                         fold_of, table, warn_unchecked)
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -526,8 +526,8 @@ class LapRLS(_ManifoldClassifier):
         jointly with the "auto" graph settings, by LapRLS's exact leave-one-out outputs
         (through the deformed kernel; the left-out row stays in the graph) and the rule of
         :mod:`dask_ssl.models._selection`: a graph candidate replaces the supervised model
-        only when its paired gain in squared leave-one-out residual exceeds twice its
-        standard error. With fewer than 5 labeled rows in a class, or on the primal solver,
+        only when its paired gain in squared leave-one-out residual exceeds its noise (about
+        2.2 standard errors, the best of eleven alternatives). With fewer than 5 labeled rows in a class, or on the primal solver,
         it is the seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`):
         the graph term then dominates the ambient one, the classifier follows the graph and
         the kernel extends it. With ``n_components`` the linear estimators' "auto" chooses
@@ -698,7 +698,7 @@ class LapSVM(_ManifoldClassifier):
         is the paired residual). Both rows join ``selection`` with ``criterion="cv"``."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
-        fold = fold_of(YL, min(CV_FOLDS, L.size))
+        fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
         held_out = [np.empty_like(YL), np.empty_like(YL)]
         for f in range(int(fold.max()) + 1):
             train = labeled.copy()
