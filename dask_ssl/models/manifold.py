@@ -527,8 +527,8 @@ class LapRLS(_ManifoldClassifier):
         (through the deformed kernel; the left-out row stays in the graph) and the rule of
         :mod:`dask_ssl.models._selection`: a graph candidate replaces the supervised model
         only when its paired gain in squared leave-one-out residual exceeds its noise (about
-        2.2 standard errors, the best of eleven alternatives). With fewer than 5 labeled rows in a class, or on the primal solver,
-        it is the seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`):
+        2.2 standard errors, the best of eleven alternatives). With fewer than 5 labeled rows
+        in a class, or on the primal solver, it is the seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`):
         the graph term then dominates the ambient one, the classifier follows the graph and
         the kernel extends it. With ``n_components`` the linear estimators' "auto" chooses
         (:class:`LinearLapRLS`), reported in these units. The value used is ``gamma_I_``.
