@@ -38,7 +38,7 @@ def test_leave_one_out_outputs_equal_refits_without_each_labeled_row(weight):
     W = kneighbors_graph(X, 6, include_self=False)
     M = laplacian(W.maximum(W.T).toarray(), normed=True)
     gamma_A, l = 1e-3, 12
-    loo = _loo_outputs(K, M, weight, Y, labeled, gamma_A)
+    loo = _loo_outputs(K, M @ K, weight, Y, labeled, gamma_A)
     for j, i in enumerate(np.flatnonzero(labeled)):
         keep = labeled.copy()
         keep[i] = False

@@ -323,7 +323,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         if len(cases) == 1:
             return settings[0], gammas[0], []
         YL = Y[labeled]
-        outputs = [_loo_outputs(K, settings[j][1], self._weight(graphs[settings[j][0][0]], g),
+        MK = {j: settings[j][1] @ K for j, g in cases if g > 0}
+        outputs = [_loo_outputs(K, MK.get(j), self._weight(graphs[settings[j][0][0]], g),
                                 Y, labeled, self.gamma_A) for j, g in cases]
         truth = truth_of(YL)
         wrong = np.array([truth_of(out) != truth for out in outputs])
@@ -486,20 +487,24 @@ def _squeeze(values: np.ndarray):
     return float(values[0]) if values.size == 1 else values
 
 
-def _loo_outputs(K, M, weight, Y, labeled, gamma_A) -> np.ndarray:
+def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
     """LapRLS's leave-one-out outputs on the labeled rows, all at once: shape (l, n_columns).
 
     LapRLS is RLS with the deformed kernel ``K~`` (fixed by all rows, no label read) and ridge
     ``gamma_A l``, so its leave-one-out outputs are ``y - (y - H y) / (1 - diag H)`` with the
     hat matrix ``H = K~_LL (K~_LL + gamma_A l I)^-1`` over the labeled rows ``L``; a row left
-    out stays in the graph, as an unlabeled row. ``weight = 0`` is kernel RLS (``K~ = K``).
+    out stays in the graph, as an unlabeled row. ``K~_LL = K_LL - K_L: (I + r M K)^-1 r (M K)_:L``
+    with ``r = weight / gamma_A``: ``MK = M K`` is computed once for every weight tried on a
+    graph, so a candidate costs one LU. ``weight = 0`` is kernel RLS (``K~ = K``).
     """
     L = np.flatnonzero(labeled)
     n, l = K.shape[0], L.size
     Kt = K[np.ix_(L, L)]
     if weight > 0:
-        Mr = (weight / gamma_A) * M
-        Z = lu_solve(lu_factor(np.eye(n) + Mr @ K), Mr @ K[:, L])
+        r = weight / gamma_A
+        A = r * MK
+        A[np.diag_indices(n)] += 1.0
+        Z = lu_solve(lu_factor(A, overwrite_a=True), r * MK[:, L])
         Kt = Kt - K[L] @ Z
         Kt = (Kt + Kt.T) * 0.5
     H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
