@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--format", choices=FILE_FORMATS, default="auto")
     fit.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="svm")
     fit.add_argument("--gamma", type=float, dest="old_gamma", help=argparse.SUPPRESS)
-    fit.add_argument("--gamma-u", type=float, help="unlabeled loss weight gamma' (svmlin -U)")
+    fit.add_argument("--gamma-u", type=_number_or_auto, metavar="GAMMA_U",
+                     help="tsvm/da/kda/bb: unlabeled loss weight gamma' (svmlin -U); 'auto' "
+                          "(tsvm/da/kda): chosen on the labeled rows")
     fit.add_argument("--pos-fraction", type=float,
                      help="fraction r of unlabeled rows that are positive (svmlin -R)")
     fit.add_argument("--max-switches", type=int,

@@ -82,6 +82,7 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
     (["--algorithm", "linlaprls", "--max-switches", "1"], "does not apply"),
     (["--algorithm", "kda", "--loss", "l2"], "loss='l2' is now called loss='squared_hinge'"),
     (["--algorithm", "laprls", "--gamma-I", "-1"], "'gamma_I' parameter of LapRLS"),
+    (["--algorithm", "bb", "--gamma-u", "auto"], "'gamma_u' parameter of BranchAndBoundS3VM"),
     (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
     (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
     (["--algorithm", "laprls", "--n-components", "0"], "'n_components' parameter of"),
@@ -281,6 +282,7 @@ def test_manifold_fit_then_predict(client, tmp_path, algorithm):
     ("laprls", ["--n-components", "40", "--kernel-params", '{"gamma": 0.1}', "--gamma-I", "100"]),
     ("lapsvm", ["--n-components", "40", "--landmarks", "kmeans++", "--gamma-I", "100"]),
     ("tsvm", ["--kernel", "rbf", "--kernel-params", '{"gamma": 0.1}', "--n-components", "40"]),
+    ("tsvm", ["--gamma-u", "auto"]),
 ])
 def test_nystrom_and_linear_laplacian_fit_then_predict(client, tmp_path, algorithm, flags):
     data = tmp_path / "train.svm"
@@ -296,6 +298,9 @@ def test_nystrom_and_linear_laplacian_fit_then_predict(client, tmp_path, algorit
     if "--gamma-I" in flags:
         given = flags[flags.index("--gamma-I") + 1]
         assert doc["params"]["gamma_I"] == (given if given == "auto" else float(given))
+    if "--gamma-u" in flags:
+        assert doc["params"]["gamma_u"] == "auto"
+        assert len(doc["selection_"]) == 4 and doc["gamma_u_"] in (0.0, 0.01, 0.1, 1.0)
     if "--n-components" in flags:
         assert doc["params"]["n_components"] == 40
         assert doc["params"]["landmarks"] == ("kmeans++" if "kmeans++" in flags else "uniform")

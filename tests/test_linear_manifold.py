@@ -460,8 +460,8 @@ def test_auto_graph_weight_cross_validation_matches_dense_refits(n_targets, monk
     the Hutchinson estimate of its probes. (CG solved tightly here; the default stops at
     CV_TOL, enough to count errors.)"""
     from dask_ssl.models import _graph_weight
-    from dask_ssl.models._graph_weight import (AUTO_RHO, CV_FOLDS, TRACE_PROBES, fold_of,
-                                               cv_gamma_I)
+    from dask_ssl.models._graph_weight import (AUTO_RHO, CV_FOLDS, TRACE_PROBES, cv_gamma_I,
+                                               fold_of, truth_of)
 
     monkeypatch.setattr(_graph_weight, "CV_TOL", 1e-12)
 
@@ -476,7 +476,7 @@ def test_auto_graph_weight_cross_validation_matches_dense_refits(n_targets, monk
     gamma_I, selection = cv_gamma_I(lambda P: H @ P, Xl, cl, Yl, 1e-2, maxiter=5000, seed=3)
     probes = np.random.default_rng(3).choice([-1.0, 1.0], size=(d + 1, TRACE_PROBES))
     trace_H = np.mean(np.einsum("ij,ij->j", probes, H @ probes))
-    fold = fold_of(Yl, CV_FOLDS)
+    fold = fold_of(truth_of(Yl), CV_FOLDS)
     dense = Xl.toarray()
     for r, rho in zip(selection, AUTO_RHO):
         assert r["gamma_I"] == pytest.approx(rho * np.sum(cl * np.sum(dense ** 2, axis=1))

@@ -38,7 +38,7 @@ def test_leave_one_out_outputs_equal_refits_without_each_labeled_row(weight):
     W = kneighbors_graph(X, 6, include_self=False)
     M = laplacian(W.maximum(W.T).toarray(), normed=True)
     gamma_A, l = 1e-3, 12
-    loo = _loo_outputs(K, M, weight, Y, labeled, gamma_A)
+    loo = _loo_outputs(K, M @ K, weight, Y, labeled, gamma_A)
     for j, i in enumerate(np.flatnonzero(labeled)):
         keep = labeled.copy()
         keep[i] = False
@@ -124,7 +124,7 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     labeled rows, the folds partition the labeled rows (stratified by class), and only a
     column's held-out outputs are scored (every other output of that solve is made NaN here,
     and no NaN reaches the table). The fit at the choice follows with all labels."""
-    from dask_ssl.models._graph_weight import CV_FOLDS
+    from dask_ssl.models._selection import CV_FOLDS
     from dask_ssl.solvers import primal
 
     X, y = two_moons(n=300, noise=0.1, seed=3)

@@ -2,26 +2,46 @@
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from dask_ssl.models._selection import (MIN_PER_CLASS, SelectionWarning, choose, enough_labels,
-                                        table, warn_unchecked)
+                                        noise_multiple, table, warn_unchecked)
 
 
-def test_a_gain_within_two_standard_errors_keeps_the_supervised_candidate():
-    # 40 rows, the other candidate's squared residual smaller on 8 rows by 0.5, larger on one
-    # by 0.5: mean gain 0.0875, beyond twice its standard error (0.071)
-    wrong = np.zeros((2, 40))
+def _gains(wins, losses, n=40):
+    """Two candidates' squared residuals: the second smaller on ``wins`` rows by 0.5, larger on
+    ``losses`` rows by 0.5, equal elsewhere; the first errs on two rows."""
+    wrong = np.zeros((2, n))
     wrong[0, :2] = 1
-    squared = np.ones((2, 40))
-    squared[1, :8] = 0.5
-    squared[1, 8] = 1.5
+    squared = np.ones((2, n))
+    squared[1, :wins] = 0.5
+    squared[1, wins:wins + losses] = 1.5
+    return wrong, squared
+
+
+def test_a_gain_within_one_standard_error_keeps_the_supervised_candidate():
+    wrong, squared = _gains(4, 1)  # mean gain 0.0375, its standard error 0.029
     gain = squared[0] - squared[1]
-    assert gain.mean() > 2 * gain.std(ddof=1) / np.sqrt(40)
+    assert gain.mean() > gain.std(ddof=1) / np.sqrt(40)
     assert choose(wrong, squared) == 1
-    squared[1, 9:11] = 1.5  # two more losses: the mean gain falls within its noise
+    wrong, squared = _gains(4, 3)  # mean gain 0.0125, its standard error 0.037
     gain = squared[0] - squared[1]
-    assert 0 < gain.mean() <= 2 * gain.std(ddof=1) / np.sqrt(40)
+    assert 0 < gain.mean() <= gain.std(ddof=1) / np.sqrt(40)
     assert choose(wrong, squared) == 0
+
+
+def test_the_best_of_many_candidates_must_win_by_more():
+    """The gain that beats one standard error for a single alternative is not enough as the
+    best of eleven (Bonferroni: about 2.15 standard errors)."""
+    wrong, squared = _gains(4, 1)
+    many_wrong = np.vstack([wrong[:1]] * 11 + [wrong[1:]])
+    many_squared = np.vstack([squared[:1]] * 11 + [squared[1:]])
+    assert choose(many_wrong, many_squared) == 0
+    assert noise_multiple(1) == pytest.approx(1.0)
+    assert noise_multiple(11) == pytest.approx(scipy.stats.norm.isf(scipy.stats.norm.sf(1) / 11))
+    wrong, squared = _gains(9, 0)
+    assert choose(np.vstack([wrong[:1]] * 11 + [wrong[1:]]),
+                  np.vstack([squared[:1]] * 11 + [squared[1:]])) == 11
 
 
 def test_fewer_errors_without_a_squared_gain_keep_the_supervised_candidate():

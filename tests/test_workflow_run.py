@@ -60,6 +60,24 @@ def test_quickstart_end_to_end(client, tmp_path, capsys):
     assert "quickstart, run" in capsys.readouterr().out
 
 
+def test_a_selection_is_reported_and_plotted(client, tmp_path, capsys):
+    """gamma_u: auto chooses on the labeled rows; the run report carries the selection table
+    (one chosen row) and plots each candidate's held-out error."""
+    code = main(["run", str(ROOT / "workflows" / "quickstart.yaml"),
+                 "--scheduler", client.scheduler.address,
+                 "--set", "data.params.n=400", "--set", "estimator.params.gamma_u=auto",
+                 "--set", "outputs.performance_report=false", *outputs(tmp_path)])
+    assert code == 0, capsys.readouterr().err
+    run_dir = only_run(tmp_path, "quickstart")
+    report = json.loads((run_dir / "report.json").read_text())
+    selection = report["selection"]
+    assert [row["gamma_u"] for row in selection] == [0.0, 0.01, 0.1, 1.0]
+    assert sum(row["chosen"] for row in selection) == 1
+    assert report["files"]["selection"] == "selection.png"
+    assert (run_dir / "selection.png").read_bytes()[:4] == b"\x89PNG"
+    assert store_for(report["parameters"]).load().selection_ == selection
+
+
 def test_label_sweep_plots_error_against_labels(client, tmp_path):
     wf = load_workflow(ROOT / "workflows" / "supervised.yaml",
                        ["data.params.n=1200", "split.labeled_per_class=[2, 10, 100]",

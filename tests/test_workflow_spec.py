@@ -171,3 +171,15 @@ def test_old_keys_name_their_new_names(tmp_path, name, old, message):
     with pytest.raises(WorkflowError) as exc:
         load_workflow(write(tmp_path, text))
     assert message in str(exc.value)
+
+
+@pytest.mark.parametrize("name, ok", [("TSVM", True), ("DAS3VM", True), ("KernelDAS3VM", True),
+                                      ("BranchAndBoundS3VM", False)])
+def test_gamma_u_auto_goes_through_the_estimators_params(tmp_path, name, ok):
+    text = GOOD.replace("name: L2SVM", f"name: {name}").replace("gamma_A: 1e-2", "gamma_u: auto")
+    if ok:
+        assert load_workflow(write(tmp_path, text)).doc["estimator"]["params"]["gamma_u"] == "auto"
+    else:
+        with pytest.raises(WorkflowError,
+                           match="estimator.params.gamma_u: The 'gamma_u' parameter"):
+            load_workflow(write(tmp_path, text))

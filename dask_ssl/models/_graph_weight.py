@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from ._selection import choose, table
+from ._selection import CV_FOLDS, choose, fold_of, table
 
 #: Graph-term shares tried by ``gamma_I="auto"`` (see the module docstring).
 AUTO_RHO = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
@@ -39,8 +39,6 @@ AUTO_RHO = (0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 #: ``gamma_I / (u + l)^2`` with ``gamma_I = 1e4`` against the loss's ``1/l``), used unchecked
 #: where the labels are too few to choose.
 SEED_GAMMA_I = 1e4
-#: Folds of the labeled rows on the CG path (rows of each class dealt to the folds in turn).
-CV_FOLDS = 4
 #: Relative CG residual of the cross-validation fits: enough to count their errors.
 CV_TOL = 1e-4
 #: Random sign vectors of the ``tr(H)`` estimate on the CG path.
@@ -101,16 +99,6 @@ def truth_of(Yl):
     return _guess(Yl)
 
 
-def fold_of(Yl, k: int) -> np.ndarray:
-    """Fold number per labeled row: each class's rows are dealt to the ``k`` folds in turn."""
-    truth = truth_of(Yl)
-    fold = np.empty(truth.shape[0], dtype=np.int64)
-    for cls in np.unique(truth):
-        rows = np.flatnonzero(truth == cls)
-        fold[rows] = np.arange(rows.size) % k
-    return fold
-
-
 def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
                seed: int = 0) -> tuple[float, list]:
     """The ``gamma_I`` of :data:`AUTO_RHO` with the fewest cross-validation errors (large d).
@@ -142,7 +130,7 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
         else np.einsum("ij,ij->i", Xl, Xl)
     trace_G = float(np.sum(cl * row_norms))
     scale = trace_G / trace_H if trace_H > 1e-12 * trace_G else 0.0
-    fold = fold_of(Yl, min(CV_FOLDS, l))
+    fold = fold_of(truth_of(Yl), min(CV_FOLDS, l))
     k = int(fold.max()) + 1
     # column (f, r, t): fold f held out, candidate r, target t
     cases = [(f, r, t) for f in range(k) for r in range(len(AUTO_RHO)) for t in range(n_targets)]

@@ -225,6 +225,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         # Thousands of small factorizations: a threaded BLAS gains little on them and its
         # spinning threads cost up to 500x on a loaded host (0.5 s instead of 1 ms at n = 200).
         with single_blas_thread():
+            self._settle(K, codes, targets, bool(resume), fit_part == self._fit_supervised)
             for cls, part in zip(targets, parts):
                 outs.append(fit_part(K, target_columns(codes, [cls])[:, 0], part))
         del self._shared
@@ -246,6 +247,11 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
             setattr(self, name, values[0] if one else np.column_stack(values))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _settle(self, K, codes, targets, resume, supervised) -> None:
+        """Settings an estimator chooses on the labeled rows once for all its one-vs-rest
+        parts, before they are fitted (``supervised``: there are no unlabeled rows). None
+        here."""
 
     def _fit_supervised(self, K, y, part) -> dict:
         """Every row labeled: the objective without its unlabeled term, minimized directly

@@ -2,15 +2,18 @@
 labeled rows, and the table it keeps of them (``selection_``).
 
 Each candidate is scored on the labeled rows held out (exact leave-one-out where it is closed
-form, k-fold cross-validation otherwise): ``wrong[j, i]`` is 1 where candidate ``j`` misclassifies
-labeled row ``i``, ``squared[j, i]`` its squared residual there. The candidate with the fewest
-errors (ties: the smaller squared residual, then the earlier candidate) replaces the supervised
-candidate only when it wins by more than the noise of the estimate: the mean over the labeled
-rows of the paired gains ``squared[supervised] - squared[best]`` must exceed twice its standard
-error (a paired test, about 2.3% one-sided under the normal approximation). Twice, not once:
-the best of a dozen candidates has its gain overestimated by the choice itself, and with one
-standard error a random linear label over isotropic noise (no clusters to follow) let a graph
-candidate through in half the draws. The squared residual carries the test because it is
+form, :data:`CV_FOLDS`-fold cross-validation otherwise, :func:`fold_of`): ``wrong[j, i]`` is 1
+where candidate ``j`` misclassifies labeled row ``i``, ``squared[j, i]`` its held-out loss there
+(the squared residual of the least-squares estimators, the squared hinge of the SVMs). The
+candidate with the fewest errors (ties: the smaller squared residual, then the earlier
+candidate) replaces the supervised candidate only when it wins by more than the noise of the
+estimate: the mean over the labeled rows of the paired gains ``squared[supervised] - squared[best]`` must exceed
+:func:`noise_multiple` standard errors: one where there is a single alternative (a paired test
+at about 16% one-sided), more as there are more, because the best of a dozen candidates has
+its gain overestimated by the choice itself (Bonferroni: the level is shared among the
+alternatives, about 2.2 standard errors for eleven). With one standard error among eleven
+candidates, a random linear label over isotropic noise (no clusters to follow) let a graph
+candidate through in half the draws. The held-out loss carries the test because it is
 informative where errors are rare: with 50 labels a supervised model's leave-one-out errors are
 often 0 to 2, whichever candidate is better. Where the graph does not help, or the labels are
 too few to tell, the fit is the supervised model's, so adding unlabeled rows does not make the
@@ -26,9 +29,14 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.stats
 
 #: Labeled rows per class below which the held-out errors cannot tell candidates apart.
 MIN_PER_CLASS = 5
+#: One-sided level of the paired test: one standard error for a single alternative.
+LEVEL = float(scipy.stats.norm.sf(1.0))
+#: Folds of the labeled rows where leave-one-out is not closed form.
+CV_FOLDS = 4
 
 
 class SelectionWarning(UserWarning):
@@ -40,6 +48,17 @@ def enough_labels(truth) -> bool:
     class code of each labeled row)."""
     _, counts = np.unique(np.asarray(truth), return_counts=True)
     return counts.size > 1 and int(counts.min()) >= MIN_PER_CLASS
+
+
+def fold_of(truth, k: int) -> np.ndarray:
+    """Fold number per labeled row: each class's rows (``truth``: class codes) are dealt to
+    the ``k`` folds in turn, so every fold holds every class and each row is in one fold."""
+    truth = np.asarray(truth)
+    fold = np.empty(truth.shape[0], dtype=np.int64)
+    for cls in np.unique(truth):
+        rows = np.flatnonzero(truth == cls)
+        fold[rows] = np.arange(rows.size) % k
+    return fold
 
 
 def warn_unchecked(estimator, setting: str) -> None:
@@ -67,18 +86,25 @@ def choose(wrong, squared, *, supervised: int = 0) -> int:
     squared = np.asarray(squared, dtype=float)
     errors, residual = wrong.sum(axis=1), squared.sum(axis=1)
     best = min(range(len(wrong)), key=lambda j: (errors[j], residual[j], j))
-    if best == supervised or within_noise(squared[supervised] - squared[best]):
+    if best == supervised or within_noise(squared[supervised] - squared[best], len(wrong) - 1):
         return supervised
     return best
 
 
-def within_noise(gain) -> bool:
-    """Whether the mean of paired gains is at most twice its standard error."""
+def within_noise(gain, n_alternatives: int = 1) -> bool:
+    """Whether the mean of paired gains is at most :func:`noise_multiple` standard errors."""
     gain = np.asarray(gain, dtype=float)
     if gain.size < 2:
         return True
     stderr = gain.std(ddof=1) / np.sqrt(gain.size)
-    return not gain.mean() > 2.0 * stderr
+    return not gain.mean() > noise_multiple(n_alternatives) * stderr
+
+
+def noise_multiple(n_alternatives: int) -> float:
+    """Standard errors a gain must exceed when the best of ``n_alternatives`` candidates is
+    tested against the supervised one: one for a single alternative (a one-sided level of
+    :data:`LEVEL`), more for more, at ``LEVEL / n_alternatives`` each (Bonferroni)."""
+    return float(scipy.stats.norm.isf(LEVEL / max(n_alternatives, 1)))
 
 
 def table(candidates: list, wrong, squared, chosen: int) -> list:

@@ -9,10 +9,11 @@ import numpy as np
 from scipy.special import logit
 
 from ..linalg import workerstate
-from ..linalg.kernels import matvec
-from ._constraints import KERNELS, constraints
-from ._s3vm import positive_fraction, s3vm_arrays, tsvm_objective, tsvm_objective_parts
-from .base import LINEAR_SOLVERS, LinearSSLClassifier
+from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
+from ._gamma_u_selection import AUTO_GAMMA_U
+from ._s3vm import (UNCHECKPOINTED, LinearS3VM, block_outputs, positive_fraction, s3vm_arrays,
+                    tsvm_objective, tsvm_objective_parts)
+from .base import LINEAR_SOLVERS, hinge_costs
 from .l2svm import init_blocks
 
 #: Each further round trip of the balance root evaluates an even grid over the bracket plus
@@ -177,7 +178,7 @@ def balance_root(blocks, token, lo_g: float, hi_g: float, T: float, r: float, u:
         dsums = np.sum([p[1] for p in parts], axis=0)
 
 
-class DAS3VM(LinearSSLClassifier):
+class DAS3VM(LinearS3VM):
     """Deterministic annealing semi-supervised L2-SVM (thesis 6.4, Eqs 6.9-6.12).
 
     Minimizes over w and soft labels p of the unlabeled rows, at a temperature T annealed
@@ -190,8 +191,10 @@ class DAS3VM(LinearSSLClassifier):
     ----------
     gamma_A : float, default=1e-3
         Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6).
-    gamma_u : float, default=1.0
-        gamma' (svmlin ``-U``), fixed during annealing.
+    gamma_u : float or "auto", default=1.0
+        gamma' (svmlin ``-U``), fixed during annealing. 0 is :class:`L2SVM` on the labeled
+        rows. "auto": chosen among 0, 0.01, 0.1 and 1 by cross-validation on the labeled rows,
+        as :class:`TSVM`'s (each fold's annealing runs warm-started from its supervised fit).
     pos_fraction : float, optional
         r (svmlin ``-R``); default: the positive fraction among the labeled rows. The balance
         constraint uses ``round(r u) / u`` so that the entropy stopping rule can be met.
@@ -212,6 +215,11 @@ class DAS3VM(LinearSSLClassifier):
         As in :class:`TSVM`.
     kernel, kernel_params, n_components, landmarks, random_state
         Nystrom features before the linear fit, as in :class:`TSVM` (None: linear).
+
+    Attributes
+    ----------
+    gamma_u_, selection_
+        As :class:`TSVM`'s, and recorded in the checkpoint alike.
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, initial_temperature=10.0,
@@ -243,11 +251,27 @@ class DAS3VM(LinearSSLClassifier):
         self.random_state = random_state
 
     _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS],
-                                         kernel=[KERNELS, callable, None])
+                                         kernel=[KERNELS, callable, None],
+                                         gamma_u=[NON_NEGATIVE, AUTO])
 
     def _fit_binary(self, blocks, y, costs, w0, token, part):
+        if self.gamma_u_ == 0:
+            return self._fit_supervised(blocks, y, costs, w0, token, part)
         r = positive_fraction(self, y)
-        return self._run_stages(DADriver(self, blocks, y, costs, r, token), w0, part)
+        return self._run_stages(DADriver(self, blocks, y, costs, r, token, self.gamma_u_), w0,
+                                part)
+
+    def _candidate_fits(self, blocks, y, costs, token) -> list:
+        """w at each gamma_u of :data:`AUTO_GAMMA_U`. Every annealing starts from the
+        supervised w: its first w-step is a convex problem (p fixed at r), whose answer
+        does not depend on the start, so the warm start only saves Newton steps."""
+        init_blocks(blocks, token, hinge_costs(y, costs))
+        ws = [self._solve_mfn(blocks, token, None)["w"]]
+        r = positive_fraction(self, y)
+        for g in AUTO_GAMMA_U[1:]:
+            driver = DADriver(self, blocks, y, costs, r, token, g)
+            ws.append(self._run_stages(driver, ws[0], UNCHECKPOINTED)["w"])
+        return ws
 
 
 class DADriver:
@@ -255,12 +279,13 @@ class DADriver:
 
     kind = "da"
 
-    def __init__(self, est, blocks, y, costs, r, token):
+    def __init__(self, est, blocks, y, costs, r, token, gamma_u):
         self.est = est
         self.blocks = blocks
         self.y = y
         self.costs = costs
         self.token = token
+        self.gamma_u = gamma_u
         self.u = int((y == 0).sum())
         # The balance target is a whole number of positives: with r u fractional one p_j stays
         # fractional as T -> 0 and the entropy criterion (6.4.3) could never be met.
@@ -268,7 +293,7 @@ class DADriver:
         if not 0.0 < self.r < 1.0:
             raise ValueError(f"pos_fraction {r} gives {round(r * self.u)} of {self.u} unlabeled "
                              "rows positive; both classes need at least one")
-        self.cu = est.gamma_u / self.u
+        self.cu = gamma_u / self.u
         self.solver = est._solver(blocks, token)
         self.w = None
         self.stage = 0
@@ -287,9 +312,9 @@ class DADriver:
         while True:
             nus = self.nu + self.T * NU_OFFSETS
             res = self.solver.solve(self.w, est.gamma_A,
-                                    epilogue=(epi_gaps, est.gamma_u, nus, self.T))
+                                    epilogue=(epi_gaps, self.gamma_u, nus, self.T))
             self.w = res.w
-            objective = tsvm_objective(res.w, est.gamma_A, est.gamma_u, self.u,
+            objective = tsvm_objective(res.w, est.gamma_A, self.gamma_u, self.u,
                                        [e[3] for e in res.extra])
             if objective < self.best[0]:
                 self.best = (objective, res.w.copy())
@@ -346,10 +371,6 @@ class DADriver:
 
     def result(self) -> dict:
         objective, w = self.best
-        scores = np.concatenate(self.blocks.call(_block_outputs, w, self.est.fit_intercept))
+        scores = np.concatenate(self.blocks.call(block_outputs, w, self.est.fit_intercept))
         return {"w": w, "objective": objective, "n_iter": self.stage, "history": self.history,
                 "transduction": np.where(self.y != 0, self.y, np.where(scores > 0, 1.0, -1.0))}
-
-
-def _block_outputs(i, X, w, bias):
-    return matvec(X, w, bias)

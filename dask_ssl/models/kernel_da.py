@@ -8,7 +8,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import entr, expit, logit, rel_entr
 
-from ._constraints import constraints
+from ._constraints import AUTO, NON_NEGATIVE, constraints
+from ._gamma_u_selection import AUTO_GAMMA_U, choose_gamma_u, resolve_gamma_u
+from ._input import target_columns
 from ._kernel_s3vm import (KERNEL_S3VM_LOSSES, KernelExpansionClassifier, fit_weighted, half_loss,
                            s3vm_objective, weighted_alpha, weighted_factor)
 from ._s3vm import positive_fraction
@@ -39,9 +41,13 @@ class KernelDAS3VM(KernelExpansionClassifier):
     gamma_A : float, default=1e-3
         lambda of Eq 3.7 (the linear DA's ``gamma_A``, svmlin ``-W``), on ``||f||_K^2 / 2``.
         Eq 3.1 / Table 3.1's gamma (with unit loss weights) is ``l`` times this.
-    gamma_u : float, default=1.0
+    gamma_u : float or "auto", default=1.0
         lambda' of Eq 3.7 (gamma', svmlin ``-U``): unlabeled losses weigh ``gamma_u / u``.
-        Eq 3.1's gamma' is ``gamma_u l / u``. 0 gives kernel RLS / L2-SVM on the labels alone.
+        Eq 3.1's gamma' is ``gamma_u l / u``. 0 gives kernel RLS / L2-SVM on the labels alone
+        (fitted on the labeled rows' kernel matrix; the unlabeled rows' coefficients are 0).
+        "auto": chosen among 0, 0.01, 0.1 and 1 by cross-validation on the labeled rows, as
+        :class:`TSVM`'s (one kernel matrix for every fold; each fold's annealing starts from
+        its supervised fit; DA(sqr) factors one matrix per fold and candidate).
     pos_fraction : float, optional
         r of Eq 3.8 (svmlin ``-R``); default the positive fraction among the labeled rows
         (per class, one-vs-rest). The constraint uses ``round(r u) / u``, as :class:`DAS3VM`.
@@ -83,7 +89,10 @@ class KernelDAS3VM(KernelExpansionClassifier):
     dual_coef_ : ndarray of shape (n, 1) or (n, n_classes)
         alpha per one-vs-rest problem.
     soft_labels_ : ndarray of shape (u,) or (u, n_classes)
-        The p that the returned alpha was fitted to (unlabeled rows in order).
+        The p that the returned alpha was fitted to (unlabeled rows in order); r at
+        ``gamma_u_ = 0``.
+    gamma_u_, selection_
+        As :class:`TSVM`'s, and recorded in the checkpoint alike.
     objective_, n_iter_, history_, transduction_
         As :class:`DAS3VM` (``history_`` one record per temperature).
     """
@@ -109,12 +118,64 @@ class KernelDAS3VM(KernelExpansionClassifier):
         self.checkpoint = checkpoint
         self.verbose = verbose
 
-    _parameter_constraints = constraints(__init__, loss=[KERNEL_S3VM_LOSSES])
+    _parameter_constraints = constraints(__init__, loss=[KERNEL_S3VM_LOSSES],
+                                         gamma_u=[NON_NEGATIVE, AUTO])
+
+    def _settle(self, K, codes, targets, resume, supervised) -> None:
+        """``gamma_u_`` and ``selection_`` for every one-vs-rest part (see :class:`TSVM`)."""
+        if supervised:
+            self.gamma_u_ = 0.0 if isinstance(self.gamma_u, str) else float(self.gamma_u)
+            self.selection_ = []
+            return
+        resolve_gamma_u(self, self.checkpoint, resume, lambda: choose_gamma_u(
+            self, codes, targets,
+            lambda fold_codes, held: self._fold_outputs(K, targets, fold_codes, held)))
+
+    def _fold_outputs(self, K, targets, fold_codes, held) -> np.ndarray:
+        """Every candidate's outputs on the rows ``held`` after fitting on the labels
+        ``fold_codes``: shape ``(n_candidates, held.size, n_targets)``."""
+        out = np.empty((len(AUTO_GAMMA_U), held.size, len(targets)))
+        # DA(sqr)'s factors depend on the fold's labeled rows and gamma_u, not on the target
+        shared = {}
+        for k, t in enumerate(targets):
+            y = target_columns(fold_codes, [t])[:, 0]
+            for j, alpha in enumerate(self._candidate_fits(K, y, shared)):
+                out[j, :, k] = K[held] @ alpha
+        return out
+
+    def _candidate_fits(self, K, y, shared) -> list:
+        """alpha at each gamma_u of :data:`AUTO_GAMMA_U`; every annealing starts from the
+        supervised alpha (its first alpha-step, at p = r, is convex: the start only saves
+        Newton steps)."""
+        from ..loop import StageLoop
+
+        alphas = [self._fit_labeled(K, y)["alpha"]]
+        r = positive_fraction(self, y)
+        for g in AUTO_GAMMA_U[1:]:
+            driver = KernelDADriver(self, K, y, r, g, shared)
+            StageLoop(driver).run(alphas[0])
+            alphas.append(driver.result()["alpha"])
+        return alphas
+
+    def _fit_labeled(self, K, y) -> dict:
+        """gamma_u = 0: the supervised fit on the labeled rows alone (coefficients 0 on the
+        unlabeled ones), unlabeled rows transduced by the sign of their outputs."""
+        lab = y != 0
+        sub = self._fit_supervised(K[np.ix_(lab, lab)], y[lab], None)
+        alpha = np.zeros(y.size)
+        alpha[lab] = sub["alpha"]
+        f = K[:, lab] @ sub["alpha"]
+        return {**sub, "alpha": alpha,
+                "attrs": {"soft_labels_": np.full(int((~lab).sum()), positive_fraction(self, y))},
+                "transduction": np.where(lab, y, np.where(f > 0, 1.0, -1.0))}
 
     def _fit_binary(self, K, y, part):
         from ..loop import StageLoop
 
-        driver = KernelDADriver(self, K, y, positive_fraction(self, y))
+        if self.gamma_u_ == 0:
+            return self._fit_labeled(K, y)
+        driver = KernelDADriver(self, K, y, positive_fraction(self, y), self.gamma_u_,
+                                self._shared)
         StageLoop(driver, checkpoint=part.checkpoint, verbose=self.verbose).run(
             resume=part.resume)
         return driver.result()
@@ -152,8 +213,9 @@ class KernelDADriver:
     kind = "kda"
     blocks = None
 
-    def __init__(self, est, K, y, r):
+    def __init__(self, est, K, y, r, gamma_u, shared):
         self.est = est
+        self.gamma_u = gamma_u
         self.K = K
         self.y = y
         self.lab = y != 0
@@ -167,12 +229,13 @@ class KernelDADriver:
         cl = 1.0 / self.lab.sum()
         self.cpos_l = np.where(y > 0, cl, 0.0)
         self.cneg_l = np.where(y < 0, cl, 0.0)
-        self.cu = est.gamma_u / self.u
+        self.cu = gamma_u / self.u
         if est.loss == "squared":
-            # the factor depends on K, l, u, gamma_A, gamma_u only: shared by all one-vs-rest parts
-            if "squared" not in est._shared:
-                est._shared["squared"] = SqrStep(K, self.lab, est.gamma_A, est.gamma_u)
-            self.sqr = est._shared["squared"]
+            # the factor depends on K, the labeled rows, gamma_A and gamma_u only: ``shared``
+            # (per fit, or per selection fold) keeps it for every one-vs-rest part
+            if ("squared", gamma_u) not in shared:
+                shared["squared", gamma_u] = SqrStep(K, self.lab, est.gamma_A, gamma_u)
+            self.sqr = shared["squared", gamma_u]
         self.w = None
         self.p = np.full(self.u, self.r)
         self.stage = 0
@@ -199,7 +262,7 @@ class KernelDADriver:
         """Eq 3.11 at the balance root: ``p_j = 1/(1 + exp((g_j - nu)/T))``,
         ``g_j = gamma_u [V(f_j) - V(-f_j)]``, nu with ``mean(p) = r``."""
         est = self.est
-        g = est.gamma_u * (half_loss(f_u, est.loss) - half_loss(-f_u, est.loss))
+        g = self.gamma_u * (half_loss(f_u, est.loss) - half_loss(-f_u, est.loss))
         target = self.r * self.u
         # at nu = min g + T logit(r) every p_j <= r, at max g + T logit(r) every p_j >= r
         lo, hi = g.min() + self.T * logit(self.r), g.max() + self.T * logit(self.r)
@@ -217,7 +280,7 @@ class KernelDADriver:
         while True:
             alpha, f = self._alpha_step()
             self.w = alpha
-            objective = s3vm_objective(alpha, f, self.y, est.gamma_A, est.gamma_u, est.loss)
+            objective = s3vm_objective(alpha, f, self.y, est.gamma_A, self.gamma_u, est.loss)
             if objective < self.best[0]:
                 self.best = (objective, alpha.copy(), self.p.copy())
             q = self.p

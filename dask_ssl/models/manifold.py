@@ -48,10 +48,11 @@ from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
-from ._graph_weight import CV_FOLDS, CV_TOL, SEED_GAMMA_I, fold_of, truth_of
+from ._graph_weight import CV_TOL, SEED_GAMMA_I, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
-from ._selection import choose, chosen_row, enough_labels, table, warn_unchecked
+from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, table,
+                         warn_unchecked)
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -321,7 +322,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         if len(cases) == 1:
             return settings[0], gammas[0], []
         YL = Y[labeled]
-        outputs = [_loo_outputs(K, settings[j][1], self._weight(graphs[settings[j][0][0]], g),
+        MK = {j: settings[j][1] @ K for j, g in cases if g > 0}
+        outputs = [_loo_outputs(K, MK.get(j), self._weight(graphs[settings[j][0][0]], g),
                                 Y, labeled, self.gamma_A) for j, g in cases]
         truth = truth_of(YL)
         wrong = np.array([truth_of(out) != truth for out in outputs])
@@ -379,7 +381,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         ``K alpha + b`` are scored."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
-        fold = fold_of(YL, min(CV_FOLDS, L.size))
+        truth = truth_of(YL)
+        fold = fold_of(truth, min(CV_FOLDS, L.size))
         n_folds, n_targets = int(fold.max()) + 1, Y.shape[1]
         cases = [(f, g, t) for f in range(n_folds) for g in AUTO_GAMMA_I
                  for t in range(n_targets)]
@@ -400,7 +403,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
                 cols = [j for j, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
                 held_out[fold == f] = res.decision[np.ix_(L[fold == f], cols)]
             outputs.append(held_out)
-        truth = truth_of(YL)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)
@@ -545,20 +547,24 @@ def _squeeze(values: np.ndarray):
     return float(values[0]) if values.size == 1 else values
 
 
-def _loo_outputs(K, M, weight, Y, labeled, gamma_A) -> np.ndarray:
+def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
     """LapRLS's leave-one-out outputs on the labeled rows, all at once: shape (l, n_columns).
 
     LapRLS is RLS with the deformed kernel ``K~`` (fixed by all rows, no label read) and ridge
     ``gamma_A l``, so its leave-one-out outputs are ``y - (y - H y) / (1 - diag H)`` with the
     hat matrix ``H = K~_LL (K~_LL + gamma_A l I)^-1`` over the labeled rows ``L``; a row left
-    out stays in the graph, as an unlabeled row. ``weight = 0`` is kernel RLS (``K~ = K``).
+    out stays in the graph, as an unlabeled row. ``K~_LL = K_LL - K_L: (I + r M K)^-1 r (M K)_:L``
+    with ``r = weight / gamma_A``: ``MK = M K`` is computed once for every weight tried on a
+    graph, so a candidate costs one LU. ``weight = 0`` is kernel RLS (``K~ = K``).
     """
     L = np.flatnonzero(labeled)
     n, l = K.shape[0], L.size
     Kt = K[np.ix_(L, L)]
     if weight > 0:
-        Mr = (weight / gamma_A) * M
-        Z = lu_solve(lu_factor(np.eye(n) + Mr @ K), Mr @ K[:, L])
+        r = weight / gamma_A
+        A = r * MK
+        A[np.diag_indices(n)] += 1.0
+        Z = lu_solve(lu_factor(A, overwrite_a=True), r * MK[:, L])
         Kt = Kt - K[L] @ Z
         Kt = (Kt + Kt.T) * 0.5
     H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
@@ -583,16 +589,17 @@ class LapRLS(_ManifoldClassifier):
         (``gamma_I_eff = gamma_I / (u + l)^2`` by default). 0 gives RLS on the labeled rows.
         ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included) by
         the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
-        supervised model only when its paired gain in held-out residual exceeds twice its
-        standard error. The direct solver chooses jointly with the "auto" graph settings, by
-        LapRLS's exact leave-one-out outputs (through the deformed kernel; the left-out row
-        stays in the graph) and their squared residuals. The primal solver chooses on the
-        first graph setting by ``CV_FOLDS``-fold cross-validation (folds stratified by class,
-        each labeled row held out once), scored by the estimator's own loss on the held-out
-        rows; every (fold, candidate, class) is a column of one distributed solve on the
-        kernel rows computed once, a fold's held-out rows staying in the graph as unlabeled
-        rows, and the fit at the chosen value follows. With fewer than 5 labeled rows in a
-        class it is the seeds' 1e4 (with a
+        supervised model only when its paired gain in held-out residual exceeds its noise (a
+        number of standard errors that grows with the candidates, about 2.2 for the direct
+        solver's eleven alternatives). The direct solver chooses jointly with the "auto"
+        graph settings, by LapRLS's exact leave-one-out outputs (through the deformed kernel;
+        the left-out row stays in the graph) and their squared residuals. The primal solver
+        chooses on the first graph setting by ``CV_FOLDS``-fold cross-validation (folds
+        stratified by class, each labeled row held out once), scored by the estimator's own
+        loss on the held-out rows; every (fold, candidate, class) is a column of one
+        distributed solve on the kernel rows computed once, a fold's held-out rows staying in
+        the graph as unlabeled rows, and the fit at the chosen value follows. With fewer than
+        5 labeled rows in a class it is the seeds' 1e4 (with a
         :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
         the ambient one, the classifier follows the graph and the kernel extends it. With
         ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`),
@@ -768,7 +775,7 @@ class LapSVM(_ManifoldClassifier):
         is the paired residual). Both rows join ``selection`` with ``criterion="cv"``."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
-        fold = fold_of(YL, min(CV_FOLDS, L.size))
+        fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
         held_out = [np.empty_like(YL), np.empty_like(YL)]
         for f in range(int(fold.max()) + 1):
             train = labeled.copy()

@@ -8,10 +8,11 @@ import numpy as np
 
 from ..linalg import workerstate
 from ..solvers.mfn import final_outputs
-from ._constraints import KERNELS, constraints
-from ._s3vm import (positive_fraction, s3vm_arrays, tsvm_objective, tsvm_objective_parts,
-                    ws_unlabeled_outputs)
-from .base import LINEAR_SOLVERS, LinearSSLClassifier
+from ._constraints import AUTO, KERNELS, NON_NEGATIVE, constraints
+from ._gamma_u_selection import AUTO_GAMMA_U
+from ._s3vm import (UNCHECKPOINTED, LinearS3VM, positive_fraction, s3vm_arrays, tsvm_objective,
+                    tsvm_objective_parts, ws_unlabeled_outputs)
+from .base import LINEAR_SOLVERS
 from .l2svm import init_blocks
 
 #: svmlin's starting gamma' and its growth factor per stage (thesis 6.3.1).
@@ -158,7 +159,7 @@ def merge_switches(cands: list, max_pairs: int):
     return flips, k
 
 
-class TSVM(LinearSSLClassifier):
+class TSVM(LinearS3VM):
     """Multi-switch transductive L2-SVM trained by L2-SVM-MFN with seeding (thesis 6.3).
 
     Minimizes over w and the temporary labels y' of the unlabeled rows
@@ -169,9 +170,14 @@ class TSVM(LinearSSLClassifier):
     ----------
     gamma_A : float, default=1e-3
         Ambient-norm weight (svmlin ``-W``, the thesis' lambda in ch. 6).
-    gamma_u : float, default=1.0
+    gamma_u : float or "auto", default=1.0
         Weight of the unlabeled loss, gamma' (svmlin ``-U``, lambda_u). Reached by a ramp from
-        1e-5 multiplied by 1.5 per stage.
+        1e-5 multiplied by 1.5 per stage. 0 is :class:`L2SVM` on the labeled rows. "auto":
+        chosen among 0, 0.01, 0.1 and 1 by cross-validation on the labeled rows
+        (:mod:`dask_ssl.models._gamma_u_selection`); a weight above 0 replaces the supervised
+        0 only when its held-out errors are fewer by more than their standard error. The
+        folds' ramps run once, to 1, with a stage at 0.01 and 0.1 forked off where their own
+        ramps would end. With fewer than 5 labels in a class: 1, with a ``SelectionWarning``.
     pos_fraction : float, optional
         r, the fraction of unlabeled rows labeled positive (svmlin ``-R``). Default: the positive
         fraction among the labeled rows.
@@ -203,11 +209,22 @@ class TSVM(LinearSSLClassifier):
     random_state : int or None
         Seeds the landmark sampling.
 
+    Attributes
+    ----------
+    gamma_u_ : float
+        The gamma_u the fit used (``gamma_u``, or the choice of "auto").
+    selection_ : list of dict
+        With ``gamma_u="auto"``: per candidate its ``gamma_u``, held-out ``errors``,
+        ``error`` rate, ``stderr``, ``squared`` residual and whether it was ``chosen``
+        (:mod:`dask_ssl.models._selection`); empty for a given gamma_u or too few labels.
+
     Notes
     -----
     ``fit(..., coef_init=W)`` seeds stage 0 with W and skips the gamma' ramp, which protects a
     cold start from poor local minima but is not needed when a retrain starts near its
-    answer; a cold start follows the thesis exactly.
+    answer; a cold start follows the thesis exactly. With ``checkpoint`` and "auto", the
+    choice is recorded in the checkpoint directory before the final fit's first stage; a
+    resumed fit reads it back instead of choosing again.
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, max_switches=None,
@@ -236,11 +253,23 @@ class TSVM(LinearSSLClassifier):
         self.random_state = random_state
 
     _parameter_constraints = constraints(__init__, solver=[LINEAR_SOLVERS],
-                                         kernel=[KERNELS, callable, None])
+                                         kernel=[KERNELS, callable, None],
+                                         gamma_u=[NON_NEGATIVE, AUTO])
 
     def _fit_binary(self, blocks, y, costs, w0, token, part):
+        if self.gamma_u_ == 0:
+            return self._fit_supervised(blocks, y, costs, w0, token, part)
         r = positive_fraction(self, y)
-        return self._run_stages(TSVMDriver(self, blocks, y, costs, r, token), w0, part)
+        return self._run_stages(TSVMDriver(self, blocks, y, costs, r, token, self.gamma_u_),
+                                w0, part)
+
+    def _candidate_fits(self, blocks, y, costs, token) -> list:
+        """w at each gamma_u of :data:`AUTO_GAMMA_U`: one ramp to the largest, whose stage 0
+        is the supervised fit and which forks a last stage at each of the others."""
+        driver = TSVMDriver(self, blocks, y, costs, positive_fraction(self, y), token,
+                            AUTO_GAMMA_U[-1], forks=AUTO_GAMMA_U[1:-1])
+        w = self._run_stages(driver, None, UNCHECKPOINTED)["w"]
+        return [driver.reached[g] for g in AUTO_GAMMA_U[:-1]] + [w]
 
 
 class TSVMDriver:
@@ -251,13 +280,17 @@ class TSVMDriver:
 
     kind = "tsvm"
 
-    def __init__(self, est, blocks, y, costs, r, token):
+    def __init__(self, est, blocks, y, costs, r, token, gamma_u, forks=()):
         self.est = est
         self.blocks = blocks
         self.y = y
         self.costs = costs
         self.r = r
         self.token = token
+        self.gamma_u = gamma_u
+        self.forks = tuple(forks)
+        #: w at gamma' = 0 (stage 0) and at each of ``forks``
+        self.reached = {}
         self.u = int((y == 0).sum())
         self.max_pairs = est.max_switches or max(1, self.u // 2)
         self.solver = est._solver(blocks, token)
@@ -275,6 +308,24 @@ class TSVMDriver:
 
     # protocol ------------------------------------------------------------------------------
     def run_stage(self):
+        if self.stage > 0:
+            for g in self.forks:
+                if g not in self.reached and g <= self.gamma_u_cur:
+                    self._fork(g)
+        return self._stage()
+
+    def _fork(self, g):
+        """The w a ramp to ``g`` ends with, from the current state: a ramp to ``gamma_u``
+        passes through every smaller ``g`` (at least :data:`GAMMA_U_START`) with the same
+        stages, and its own last stage is the one at ``g``. The state is then restored."""
+        doc, arrays = self.snapshot()
+        target, self.gamma_u, self.gamma_u_cur = self.gamma_u, g, g
+        self._stage()
+        self.reached[g] = self.w
+        self.restore(doc, arrays)
+        self.gamma_u = target
+
+    def _stage(self):
         t0 = time.perf_counter()
         # The Gram matrix carries over from the last stage (a stage rerun after a lost worker
         # starts from a full build instead: the same objective up to round-off).
@@ -285,12 +336,13 @@ class TSVMDriver:
             thr, ties = threshold_rule(outputs, self.r)
             # Seeded from an earlier model (a retrain), the ramp that protects a cold start
             # from poor local minima is not needed: start at the final gamma'.
-            g = est.gamma_u if self.warm else min(GAMMA_U_START, est.gamma_u)
+            g = self.gamma_u if self.warm else min(GAMMA_U_START, self.gamma_u)
             self.blocks.call(ws_threshold, self.token, thr, g / self.u,
                             per_block=[(t,) for t in ties])
             self.yt = [threshold_labels(o, unl, thr, t)
                        for o, unl, t in zip(outputs, self.unl, ties)]
             self.w = res.w
+            self.reached[0.0] = res.w
             self.gamma_u_cur = g
             record = {"stage": 0, "gamma_u": 0.0, "objective": res.objective, "switches": 0}
         else:
@@ -320,10 +372,10 @@ class TSVMDriver:
             # retrains: J(w(Y'), Y') after each retrain, which Prop. 6.3.1 says decreases
             record = {"stage": self.stage, "gamma_u": g, "objective": objective,
                       "switches": switches, "retrains": retrains}
-            if g >= est.gamma_u:
+            if g >= self.gamma_u:
                 self.done = True
             else:
-                self.gamma_u_cur = min(g * GAMMA_U_FACTOR, est.gamma_u)
+                self.gamma_u_cur = min(g * GAMMA_U_FACTOR, self.gamma_u)
         record["seconds"] = time.perf_counter() - t0
         record["round_trips"] = self.blocks.round_trips
         record["bytes"] = self.blocks.bytes_moved

@@ -1,4 +1,5 @@
-"""A run's report: ``report.json`` and PNG plots of the per-stage history and of label sweeps.
+"""A run's report: ``report.json`` and PNG plots of the per-stage history, of label sweeps and of
+the estimator's selection on the labeled rows.
 
 Plots are drawn with matplotlib's object API on an Agg canvas (no pyplot), so writing a report
 never touches the process-wide backend or opens a window.
@@ -100,3 +101,37 @@ def plot_sweep(sweep: list[dict], metric: str, path: Path, title: str) -> Path |
     ax.grid(alpha=0.3)
     fig.savefig(path)
     return path
+
+
+#: Columns of a selection table that score a candidate rather than name its settings.
+_SCORES = ("errors", "error", "stderr", "squared", "chosen", "criterion")
+
+
+def plot_selection(selection: list[dict], path: Path, title: str) -> Path | None:
+    """Held-out error rate (with one standard error) of each candidate the estimator tried on
+    its labeled rows (``selection_``, :mod:`dask_ssl.models._selection`), the chosen one
+    filled; None when nothing was chosen among several."""
+    rows = [r for r in selection or [] if "error" in r]
+    if len(rows) < 2:
+        return None
+    labels = [", ".join(f"{k}={_short(v)}" for k, v in r.items()
+                        if k not in _SCORES and v is not None) or "supervised" for r in rows]
+    fig = _figure(width=max(6.0, 0.45 * len(rows) + 2.0), height=4.2)
+    ax = fig.subplots()
+    xs = range(len(rows))
+    ax.errorbar(xs, [100 * r["error"] for r in rows], yerr=[100 * r["stderr"] for r in rows],
+                fmt="o", mfc="white", capsize=3)
+    chosen = [i for i, r in enumerate(rows) if r.get("chosen")]
+    ax.plot(chosen, [100 * rows[i]["error"] for i in chosen], "o", color="C1",
+            label="chosen")
+    ax.set_xticks(list(xs), labels, rotation=60, ha="right", fontsize="small")
+    ax.set_ylabel("held-out error on labeled rows (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.savefig(path)
+    return path
+
+
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -203,6 +203,7 @@ class Run(Steps):
                           "fit_seconds": getattr(est, "fit_seconds_", None)},
             "metrics": final["metrics"],
             "history": est.history_,
+            "selection": getattr(est, "selection_", []),
             "sweep": [{"setting": r["setting"], "n_labeled": r["counts"]["n_labeled"],
                        "metrics": scalars(r["metrics"])} for r in results],
             "model": {"store": str(self.store.root), **decision},
@@ -216,7 +217,10 @@ class Run(Steps):
             for name, made in (
                     ("history", report_mod.plot_history(est.history_, self.run_dir / "history.png", title)),
                     ("sweep", report_mod.plot_sweep(rep["sweep"], self._metric(),
-                                                    self.run_dir / "sweep.png", title))):
+                                                    self.run_dir / "sweep.png", title)),
+                    ("selection", report_mod.plot_selection(rep["selection"],
+                                                            self.run_dir / "selection.png",
+                                                            title))):
                 if made is not None:
                     rep["files"][name] = made.name
         for name in ("dask-performance.html", "predictions-test.txt", "predictions-all.txt"):
