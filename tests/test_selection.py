@@ -86,3 +86,17 @@ def test_table_marks_the_chosen_row_with_rates_and_standard_errors():
     assert rows[0]["errors"] == 2 and rows[0]["error"] == 0.5
     assert rows[1]["stderr"] == pytest.approx(np.sqrt(0.25 * 0.75 / 3))
     assert rows[1]["rho"] == 1.0 and rows[1]["squared"] == 1.0
+
+
+def test_the_fewest_errors_among_the_candidates_that_beat_the_noise():
+    """A candidate with the fewest errors but no squared gain (outputs shrunk towards 0) does
+    not keep out one whose gain is beyond the noise and whose errors are fewer than the
+    supervised model's."""
+    wrong = np.zeros((3, 40))
+    wrong[0, :8] = 1                        # supervised
+    wrong[1, :2] = 1                        # fewest errors, larger residual everywhere
+    wrong[2, :5] = 1
+    squared = np.ones((3, 40))
+    squared[1] = 1.2
+    squared[2] = 0.6
+    assert choose(wrong, squared) == 2

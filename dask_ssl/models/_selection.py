@@ -4,20 +4,20 @@ labeled rows, and the table it keeps of them (``selection_``).
 Each candidate is scored on the labeled rows held out (exact leave-one-out where it is closed
 form, :data:`CV_FOLDS`-fold cross-validation otherwise, :func:`fold_of`): ``wrong[j, i]`` is 1
 where candidate ``j`` misclassifies labeled row ``i``, ``squared[j, i]`` its held-out loss there
-(the squared residual of the least-squares estimators, the squared hinge of the SVMs). The
-candidate with the fewest errors (ties: the smaller squared residual, then the earlier
-candidate) replaces the supervised candidate only when it wins by more than the noise of the
-estimate: the mean over the labeled rows of the paired gains ``squared[supervised] - squared[best]`` must exceed
-:func:`noise_multiple` standard errors: one where there is a single alternative (a paired test
-at about 16% one-sided), more as there are more, because the best of a dozen candidates has
-its gain overestimated by the choice itself (Bonferroni: the level is shared among the
-alternatives, about 2.2 standard errors for eleven). With one standard error among eleven
-candidates, a random linear label over isotropic noise (no clusters to follow) let a graph
-candidate through in half the draws. The held-out loss carries the test because it is
-informative where errors are rare: with 50 labels a supervised model's leave-one-out errors are
-often 0 to 2, whichever candidate is better. Where the graph does not help, or the labels are
-too few to tell, the fit is the supervised model's, so adding unlabeled rows does not make the
-classifier worse than the one the labels alone give.
+(the squared residual of the least-squares estimators, the squared hinge of the SVMs). A
+candidate may replace the supervised one only when it wins by more than the noise of the
+estimate: the mean over the labeled rows of its paired gains ``squared[supervised] -
+squared[j]`` must exceed :func:`noise_multiple` standard errors: one where there is a single
+alternative (a paired test at about 16% one-sided), more as there are more, because the best of
+a dozen candidates has its gain overestimated by the choice itself (Bonferroni: the level is
+shared among the alternatives, about 2.2 standard errors for eleven). With one standard error
+among eleven candidates, a random linear label over isotropic noise (no clusters to follow) let
+a graph candidate through in half the draws. Among the candidates that pass, and the supervised
+one, the fewest errors win (ties: the smaller squared residual, then the earlier candidate). The
+held-out loss carries the test because it is informative where errors are rare: with 50 labels a
+supervised model's leave-one-out errors are often 0 to 2, whichever candidate is better. Where
+the graph does not help, or the labels are too few to tell, the fit is the supervised model's,
+so adding unlabeled rows does not make the classifier worse than the one the labels alone give.
 
 With fewer than :data:`MIN_PER_CLASS` labeled rows in some class the estimate cannot separate
 the candidates; the estimator then keeps the seeds' setting and warns once
@@ -85,10 +85,10 @@ def choose(wrong, squared, *, supervised: int = 0) -> int:
     wrong = np.asarray(wrong, dtype=float)
     squared = np.asarray(squared, dtype=float)
     errors, residual = wrong.sum(axis=1), squared.sum(axis=1)
-    best = min(range(len(wrong)), key=lambda j: (errors[j], residual[j], j))
-    if best == supervised or within_noise(squared[supervised] - squared[best], len(wrong) - 1):
-        return supervised
-    return best
+    alternatives = len(wrong) - 1
+    eligible = [j for j in range(len(wrong)) if j == supervised
+                or not within_noise(squared[supervised] - squared[j], alternatives)]
+    return min(eligible, key=lambda j: (errors[j], residual[j], j != supervised, j))
 
 
 def within_noise(gain, n_alternatives: int = 1) -> bool:
