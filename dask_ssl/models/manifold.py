@@ -516,7 +516,7 @@ class LapRLS(_ManifoldClassifier):
         in a class, or on the primal solver, it is the seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`):
         the graph term then dominates the ambient one, the classifier follows the graph and
         the kernel extends it. With ``n_components`` the linear estimators' "auto" chooses
-        (:class:`LinearLapRLS`), reported in these units. The value used is ``gamma_I_``.
+        (:class:`LinearLapRLS`, in the same units). The value used is ``gamma_I_``.
     kernel : str or callable, default "rbf"
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
@@ -556,9 +556,9 @@ class LapRLS(_ManifoldClassifier):
         None: the exact expansion over all ``n`` training rows (the thesis' ``alpha``). An int
         ``m``: Nystrom features ``Z = K(X, landmarks) K_mm^-1/2`` computed on the workers and the
         fit of :class:`LinearLapRLS` (:class:`LinearLapSVM` for LapSVM) on them, with the same
-        graph, kernel and kernel parameters and ``gamma_A' = gamma_A``, ``gamma_I' =
-        gamma_I_eff`` (the linear estimators apply no normalization; their objective is half
-        of this one, :mod:`dask_ssl.models._nystrom_manifold`). The model is the expansion
+        graph, kernel and kernel parameters, ``gamma_A``, ``gamma_I`` and
+        ``graph_normalization`` (the same meanings there; their objective is half of this
+        one, :mod:`dask_ssl.models._nystrom_manifold`). The model is the expansion
         ``f(x) = sum_j alpha_j K(z_j, x)`` over the ``m`` landmarks ``z_j``, ``alpha =
         K_mm^-1/2 w``; with every row a landmark it is the exact solution. Nothing ``n x n``
         is formed and the rows stay on the workers, so it runs on hundreds of thousands of
