@@ -93,9 +93,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--gamma-A", dest="gamma", type=float, default=1e-3, help="gamma_A of every method")
     ap.add_argument("--gamma-i", type=_gamma_list, default=["auto"],
-                    help="gamma_I of the Laplacian methods, comma-separated (one fit each), or "
-                         "'auto' (their default: leave-one-out on the labeled rows on the Gram "
-                         "path, 1e-2 on CG)")
+                    help="gamma_I of the Laplacian methods, comma-separated (one fit each), "
+                         "taken as the graph term's coefficient (graph_normalization 'none', "
+                         "as the README's tables give it), or 'auto' (their default: "
+                         "leave-one-out on the labeled rows on the Gram path, cross-validation "
+                         "on CG)")
     ap.add_argument("--p", type=lambda t: [int(v) for v in t.split(",")], default=[1],
                     help="Laplacian power p of the Laplacian methods, comma-separated (one fit "
                          "each)")
@@ -140,8 +142,9 @@ def main() -> None:
             y_train = split.y_train(y, marker=0)
             unl = y_train == 0
             r = float(np.mean(y[unl] > 0))
-            lap = dict(gamma_A=args.gamma, n_neighbors=args.neighbors, metric=metric,
-                       weights=weights, unlabeled=0, client=client, random_state=args.seed)
+            lap = dict(gamma_A=args.gamma, graph_normalization="none",
+                       n_neighbors=args.neighbors, metric=metric, weights=weights, unlabeled=0,
+                       client=client, random_state=args.seed)
             runs = []
             for name in methods:
                 if name in ("laprls", "nystrom", "lapsvm"):

@@ -96,10 +96,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="ambient-norm weight gamma_A (svmlin -W; default 1e-3 for the linear "
                           "methods)")
     fit.add_argument("--gamma-I", dest="gamma_I", type=_number_or_auto, metavar="GAMMA_I",
-                     help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I "
-                          "(laprls/lapsvm divide it by (u+l)^2, the linear ones do not); "
-                          "'auto' (their default): chosen on the labeled rows, 0 (the "
-                          "supervised model) included")
+                     help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I of "
+                          "the thesis, scaled by --graph-normalization (by default divided by "
+                          "(u+l)^2); 'auto' (their default): chosen on the labeled rows, 0 "
+                          "(the supervised model) included")
+    # no argparse choices: the estimator's own check names them
+    fit.add_argument("--graph-normalization", dest="graph_normalization",
+                     metavar="{n2,edges,none}",
+                     help="laprls/lapsvm/linlaprls/linlapsvm: gamma_I's scaling: n2 (the "
+                          "default) divides it by (u+l)^2, edges by the sum of the edge "
+                          "weights, none takes it as given (the linear paper's gamma_I)")
     fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
                                       "lapsvm, kda, bb; Nystrom features of tsvm, da, linlaprls, "
                                       "linlapsvm")

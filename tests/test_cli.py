@@ -82,6 +82,9 @@ def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case
     (["--algorithm", "linlaprls", "--max-switches", "1"], "does not apply"),
     (["--algorithm", "kda", "--loss", "l2"], "loss='l2' is now called loss='squared_hinge'"),
     (["--algorithm", "laprls", "--gamma-I", "-1"], "'gamma_I' parameter of LapRLS"),
+    (["--algorithm", "linlaprls", "--graph-normalization", "n3"],
+     "'graph_normalization' parameter of LinearLapRLS"),
+    (["--algorithm", "svm", "--graph-normalization", "none"], "does not apply"),
     (["--algorithm", "bb", "--gamma-u", "auto"], "'gamma_u' parameter of BranchAndBoundS3VM"),
     (["--algorithm", "linlaprls", "--n-components", "10"], "give --kernel"),
     (["--algorithm", "tsvm", "--landmarks", "kmeans++"], "give --kernel"),
@@ -277,7 +280,7 @@ def test_manifold_fit_then_predict(client, tmp_path, algorithm):
 @pytest.mark.parametrize("algorithm, flags", [
     ("linlaprls", ["--kernel", "rbf", "--kernel-params", '{"gamma": 0.1}', "--n-components",
                    "40", "--landmarks", "kmeans++", "--gamma-I", "0.1"]),
-    ("linlapsvm", ["--gamma-I", "0.1"]),
+    ("linlapsvm", ["--gamma-I", "0.1", "--graph-normalization", "none"]),
     ("linlaprls", ["--gamma-I", "auto"]),
     ("laprls", ["--n-components", "40", "--kernel-params", '{"gamma": 0.1}', "--gamma-I", "100"]),
     ("lapsvm", ["--n-components", "40", "--landmarks", "kmeans++", "--gamma-I", "100"]),
@@ -298,6 +301,9 @@ def test_nystrom_and_linear_laplacian_fit_then_predict(client, tmp_path, algorit
     if "--gamma-I" in flags:
         given = flags[flags.index("--gamma-I") + 1]
         assert doc["params"]["gamma_I"] == (given if given == "auto" else float(given))
+    if "--graph-normalization" in flags:
+        assert doc["params"]["graph_normalization"] == "none"
+        assert doc["gamma_I_effective_"] == doc["gamma_I_"] == 0.1
     if "--gamma-u" in flags:
         assert doc["params"]["gamma_u"] == "auto"
         assert len(doc["selection_"]) == 4 and doc["gamma_u_"] in (0.0, 0.01, 0.1, 1.0)

@@ -52,8 +52,8 @@ def eq3(X, y, M, gamma_A, gamma_I, classes):
 def test_laprls_solves_eq3(client, solver, n_blocks):
     X, y = problem(n_classes=3 if solver == "gram" else 2)
     X = sp.csr_matrix(X) if solver == "cg" else X
-    m = LinearLapRLS(gamma_A=0.01, gamma_I=0.3, p=2, solver=solver, tol=1e-13, client=client,
-                     n_blocks=n_blocks).fit(X, y)
+    m = LinearLapRLS(gamma_A=0.01, gamma_I=0.3, graph_normalization="none", p=2, solver=solver,
+                     tol=1e-13, client=client, n_blocks=n_blocks).fit(X, y)
     Xd = X.toarray() if sp.issparse(X) else X
     # two classes: one column, positive = classes_[1] (as every linear estimator here)
     targets = m.classes_ if m.classes_.size > 2 else m.classes_[1:]
@@ -63,6 +63,57 @@ def test_laprls_solves_eq3(client, solver, n_blocks):
     if solver == "cg":
         assert m.round_trips_per_iter_ == 3  # p + 1
         assert np.all(m.n_iter_ > 0)
+
+
+@pytest.mark.parametrize("graph_normalization", ["n2", "edges", "none"])
+def test_gamma_I_is_the_thesis_weight_after_the_normalization(client, graph_normalization):
+    """Eq 3's coefficient is gamma_I_eff: gamma_I / n^2 by default, gamma_I / sum W_ij, or
+    gamma_I as given (the linear paper's gamma_I, what these estimators took before they had
+    graph_normalization)."""
+    X, y = problem(seed=8, n_classes=2)
+    n, g = X.shape[0], 0.3
+    graph = LinearLapRLS(gamma_I=0.0, client=client, random_state=0).fit(X, y).graph_
+    W = graph.to_scipy()
+    gamma_I = {"n2": g * n ** 2, "edges": g * W.sum(), "none": g}[graph_normalization]
+    m = LinearLapRLS(gamma_A=0.01, gamma_I=gamma_I, graph_normalization=graph_normalization,
+                     client=client).fit(X, y, graph=graph)
+    assert m.gamma_I_ == gamma_I
+    assert m.gamma_I_effective_ == pytest.approx(g, rel=1e-12)
+    W3 = eq3(X, y, dense_M(W, True, 1), 0.01, g, m.classes_[1:])
+    np.testing.assert_allclose(np.column_stack([m.coef_, m.intercept_]), W3, rtol=1e-9,
+                               atol=1e-9 * np.abs(W3).max())
+
+
+def test_auto_chooses_the_same_share_under_every_normalization(client):
+    """The candidates are shares of the objective: the chosen coefficient and the fit do not
+    depend on graph_normalization; gamma_I_ and the table are in each one's units."""
+    X, y = problem(seed=5, n_labeled=60)
+    graph = LinearLapRLS(gamma_I=0.0, client=client, random_state=0).fit(X, y).graph_
+    n, total = X.shape[0], graph.to_scipy().sum()
+    fits = {norm: LinearLapRLS(gamma_A=1e-3, graph_normalization=norm, client=client)
+            .fit(X, y, graph=graph) for norm in ("n2", "edges", "none")}
+    ref = fits["none"]
+    assert ref.gamma_I_ == ref.gamma_I_effective_ > 0
+    for norm, unit in (("n2", 1.0 / n ** 2), ("edges", 1.0 / total)):
+        m = fits[norm]
+        assert m.gamma_I_effective_ == ref.gamma_I_effective_
+        assert m.gamma_I_ == pytest.approx(ref.gamma_I_ / unit, rel=1e-12)
+        assert [r["rho"] for r in m.selection_] == [r["rho"] for r in ref.selection_]
+        assert [r["chosen"] for r in m.selection_] == [r["chosen"] for r in ref.selection_]
+        for row, base in zip(m.selection_, ref.selection_):
+            assert row["gamma_I"] == pytest.approx(base["gamma_I"] / unit, rel=1e-12)
+        np.testing.assert_array_equal(m.coef_, ref.coef_)
+
+
+def test_too_few_labels_take_the_seeds_gamma_I(client):
+    from dask_ssl.models._graph_weight import SEED_GAMMA_I
+    from dask_ssl.models._selection import SelectionWarning
+
+    X, y = problem(seed=9, n_labeled=4, n_classes=2)
+    with pytest.warns(SelectionWarning):
+        m = LinearLapRLS(client=client).fit(X, y)
+    assert m.gamma_I_ == SEED_GAMMA_I and m.selection_ == []
+    assert m.gamma_I_effective_ == SEED_GAMMA_I / X.shape[0] ** 2
 
 
 def test_laprls_without_graph_term_is_rls(client):
@@ -95,8 +146,8 @@ def test_lapsvm_reaches_dense_optimum(client, solver, n_blocks):
     X, labels = problem(seed=3, n_classes=2)
     y = np.where(labels == -1, 0, np.where(labels == 1, 1, -1))
     gamma_A, gamma_I = 0.01, 0.05
-    m = LinearLapSVM(gamma_A=gamma_A, gamma_I=gamma_I, solver=solver, unlabeled=0,
-                     client=client, n_blocks=n_blocks).fit(X, y)
+    m = LinearLapSVM(gamma_A=gamma_A, gamma_I=gamma_I, graph_normalization="none",
+                     solver=solver, unlabeled=0, client=client, n_blocks=n_blocks).fit(X, y)
     M = dense_M(m.graph_.to_scipy(), True, 1)
     w = np.r_[m.coef_[0], m.intercept_]
     assert lapsvm_objective(X, y, M, w, gamma_A, gamma_I) == pytest.approx(m.objective_, rel=1e-10)
@@ -111,7 +162,7 @@ def test_lapsvm_reaches_dense_optimum(client, solver, n_blocks):
 
 def test_nystrom_with_every_row_a_landmark_is_exact_laprls(client):
     """Eq 2.12 (thesis ch. 2): alpha = (J K + gamma_A l I + gamma_I l/(u+l)^2 L K)^-1 Y, whose
-    objective is the feature-space one with gamma_I/(u+l)^2 in place of gamma_I."""
+    objective is twice the feature-space one with the same gamma_A and gamma_I."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(70, 2))
     Xt = rng.normal(size=(9, 2))
@@ -120,7 +171,7 @@ def test_nystrom_with_every_row_a_landmark_is_exact_laprls(client):
     y[:2] = [0, 1]
     gamma_A, gamma_I, n = 0.01, 0.2, 70
     params = {"gamma": 0.5}
-    m = LinearLapRLS(gamma_A=gamma_A, gamma_I=gamma_I / n ** 2, kernel="rbf",
+    m = LinearLapRLS(gamma_A=gamma_A, gamma_I=gamma_I, kernel="rbf",
                      kernel_params=params, n_components=n, fit_intercept=False, client=client,
                      n_blocks=2).fit(X, y)
     assert m.feature_map_.n_features_out_ == n

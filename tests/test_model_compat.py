@@ -4,7 +4,8 @@
 became ``gamma_A``, ``T0`` ``initial_temperature``, ``epsilon`` ``anneal_tol``, the kernel
 S3VMs' losses ``"l2"`` / ``"sqr"`` ``"squared_hinge"`` / ``"squared"`` and the semi-supervised
 default marker ``unlabeled=None`` -1. ``expected.npz`` holds each model's decision values on
-12 rows, computed by that code right after fitting.
+12 rows, computed by that code right after fitting. ``tests/fixtures/models-bbbc9e4`` holds linear
+graph models written before ``gamma_I`` took ``graph_normalization`` there.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ MAPPED = {
                      "anneal_tol": 1e-6, "unlabeled": -1},
     "KernelDAS3VM-sqr": {"gamma_A": 1e-2, "loss": "squared", "unlabeled": -1},
     "LapRLS": {"gamma_A": 1e-6, "n_neighbors": 5, "p": 1},
-    "LinearLapRLS": {"gamma_A": 1e-3, "gamma_I": "auto", "unlabeled": -1},
+    "LinearLapRLS": {"gamma_A": 1e-3, "gamma_I": "auto", "graph_normalization": "n2",
+                     "unlabeled": -1},
 }
 
 
@@ -46,3 +48,46 @@ def test_old_model_loads_and_predicts_identically(name):
     np.testing.assert_allclose(scores, EXPECTED[name], rtol=1e-12, atol=1e-14)
     assert np.array_equal(model.predict(EXPECTED["X"]),
                           model.classes_[(EXPECTED[name] > 0).astype(int)])
+
+
+#: Models of the linear graph estimators written at commit bbbc9e4, when their gamma_I was the
+#: graph term's coefficient itself (``make.py`` there wrote them): name -> what the stored
+#: gamma_I reads as now.
+LINEAR_FIXTURES = Path(__file__).parent / "fixtures" / "models-bbbc9e4"
+LINEAR_EXPECTED = np.load(LINEAR_FIXTURES / "expected.npz")
+LINEAR_MAPPED = {
+    # a given coefficient: the same value taken as given
+    "LinearLapRLS-given": {"gamma_I": 0.3, "graph_normalization": "none"},
+    # "auto" chose the coefficient by normalization-free shares and fell back to 1e4 / n^2:
+    # today's "auto" under the default
+    "LinearLapSVM-auto": {"gamma_I": "auto", "graph_normalization": "n2"},
+    "LinearLapRLS-few": {"gamma_I": "auto", "graph_normalization": "n2"},
+}
+
+
+def test_every_linear_fixture_is_checked():
+    assert sorted(LINEAR_MAPPED) == sorted(p.name for p in LINEAR_FIXTURES.iterdir()
+                                           if p.is_dir())
+
+
+@pytest.mark.parametrize("name", sorted(LINEAR_MAPPED))
+def test_old_linear_graph_model_reads_in_todays_units_and_refits_the_same(client, name):
+    model = load_model(LINEAR_FIXTURES / name)
+    params = model.get_params(deep=False)
+    assert {k: params[k] for k in LINEAR_MAPPED[name]} == LINEAR_MAPPED[name]
+    X = LINEAR_EXPECTED["X"]
+    np.testing.assert_allclose(model.decision_function(X), LINEAR_EXPECTED[name], rtol=1e-12,
+                               atol=1e-14)
+    stored = model.model_document_
+    # the stored coefficient is gamma_I_effective_; gamma_I_ and the table are in the units
+    # of gamma_I under the mapped normalization
+    unit = 1.0 if params["graph_normalization"] == "none" else 1.0 / X.shape[0] ** 2
+    assert model.gamma_I_ * unit == pytest.approx(model.gamma_I_effective_, rel=1e-12)
+    labels = LINEAR_EXPECTED["few" if name.endswith("few") else "y"]
+    refit = type(model)(**{**params, "client": client}).fit(X, labels)
+    np.testing.assert_allclose(refit.decision_function(X), LINEAR_EXPECTED[name], rtol=1e-9,
+                               atol=1e-12)
+    assert refit.gamma_I_effective_ == pytest.approx(model.gamma_I_effective_, rel=1e-12)
+    assert refit.gamma_I_ == pytest.approx(model.gamma_I_, rel=1e-12)
+    assert [r["gamma_I"] for r in refit.selection_] == pytest.approx(
+        [r["gamma_I"] for r in stored["selection_"]], rel=1e-12)

@@ -10,7 +10,7 @@ from sklearn.neighbors import kneighbors_graph
 
 from dask_ssl.graph.weights import Graph
 from dask_ssl.kernels import kernel_matrix
-from dask_ssl.models._graph_kernel import graph_laplacian
+from dask_ssl.models._graph_kernel import graph_regularizer
 from dask_ssl.models.spectral import ClassDependentLapRLS, RegularizedSpectralClustering
 
 
@@ -26,11 +26,15 @@ def given_graph(X, client, k=5):
     return Graph.from_scipy(W, client=client), W.toarray()
 
 
-def test_solution_satisfies_the_generalized_eigenproblem(client):
+@pytest.mark.parametrize("graph_normalization", ["n2", "edges", "none"])
+def test_solution_satisfies_the_generalized_eigenproblem(client, graph_normalization):
     X, _ = blobs(40)
     graph, W = given_graph(X, client)
     gamma = 0.05
-    est = RegularizedSpectralClustering(gamma_A=gamma, gamma_I=1.0, n_components=2,
+    # gamma = gamma_A / gamma_I_eff: the same problem under each normalization
+    gamma_I = {"n2": len(X) ** 2, "edges": W.sum(), "none": 1.0}[graph_normalization]
+    est = RegularizedSpectralClustering(gamma_A=gamma, gamma_I=gamma_I, n_components=2,
+                                        graph_normalization=graph_normalization,
                                         kernel_params={"gamma": 5.0}, normalized=False,
                                         eig_tol=1e-14).fit(X, graph=graph)
     K = kernel_matrix(X, kernel="rbf", kernel_params={"gamma": 5.0})
@@ -70,7 +74,7 @@ def test_class_dependent_rls_solves_eq_2_29(client):
     C = np.zeros((n, n))
     for side, weight in ((truth == 1, 2.0), (truth == 0, 0.5)):
         rows = np.flatnonzero(side)
-        C[np.ix_(rows, rows)] = weight * graph_laplacian(est, X[rows])
+        C[np.ix_(rows, rows)] = weight * graph_regularizer(est, X[rows])[0]
     y = np.where(truth == 1, 1.0, -1.0)
     # normal equations of 1/n ||y - K a||^2 + gamma_A a'K a + 1/n^2 (K a)' C (K a)
     H = K @ K / n + 1e-3 * K + K @ C @ K / n ** 2
@@ -80,6 +84,10 @@ def test_class_dependent_rls_solves_eq_2_29(client):
     plain = ClassDependentLapRLS(gamma_I_pos=0.0, gamma_I_neg=0.0, **params).fit(X, truth)
     ref = KernelRidge(alpha=1e-3 * n, kernel="rbf", gamma=0.5).fit(X, y)
     np.testing.assert_allclose(plain.decision_function(X), ref.predict(X), atol=1e-8)
+    # the weights as the coefficients themselves: the same fit without the 1/n^2
+    none = ClassDependentLapRLS(gamma_I_pos=2.0 / n ** 2, gamma_I_neg=0.5 / n ** 2,
+                                graph_normalization="none", **params).fit(X, truth)
+    np.testing.assert_allclose(none.dual_coef_, est.dual_coef_, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("make, match", [

@@ -23,7 +23,7 @@ from dask_ssl.models._constraints import SHARED
 #: allows one capital suffix.
 VOCABULARY = {
     "gamma_A": "ambient-norm weight (svmlin -W, thesis lambda / gamma_A)",
-    "gamma_I": "graph-term weight (thesis gamma_I)",
+    "gamma_I": "graph-term weight (thesis gamma_I), scaled by graph_normalization",
     "gamma_I_pos": "graph-term weight of the positive class's graph (thesis 2.8)",
     "gamma_I_neg": "graph-term weight of the negative class's graph (thesis 2.8)",
     "gamma_u": "weight of the unlabeled loss (gamma', svmlin -U)",
@@ -31,7 +31,7 @@ VOCABULARY = {
     "max_switches": "label pairs switched per TSVM round (S, svmlin -S)",
     "unlabeled_weight": "pull of unlabeled scores towards 0 (mu)",
     "class_balance": "shares the unlabeled rows are cut to",
-    "graph_normalization": "scaling of the graph term (thesis 1/(u+l)^2 or none)",
+    "graph_normalization": "scaling of gamma_I: 1/(u+l)^2 (default), 1/sum W_ij or none",
     "loss": "V: 'squared', 'squared_hinge' or 'hinge'",
     "initial_temperature": "DA's starting temperature T",
     "anneal_factor": "DA's temperature divisor R per stage",
@@ -144,6 +144,17 @@ def test_one_name_takes_one_set_of_values(cls):
             assert constraint != SHARED.get(name), f"{name}: the override changes nothing"
         else:
             assert constraint == SHARED[name], f"{cls.__name__}.{name} differs from the shared one"
+
+
+#: Estimators with a graph term weighted by gamma_I (gamma_I_pos / gamma_I_neg).
+GRAPH_ESTIMATORS = {"LapRLS", "LapSVM", "LinearLapRLS", "LinearLapSVM",
+                    "RegularizedSpectralClustering", "ClassDependentLapRLS"}
+
+
+def test_graph_estimators_scale_gamma_I_one_way_by_default():
+    by_name = {cls.__name__: cls for cls in ESTIMATORS}
+    for name in GRAPH_ESTIMATORS:
+        assert _params(by_name[name])["graph_normalization"] == "n2", name
 
 
 def test_overrides_name_real_parameters():

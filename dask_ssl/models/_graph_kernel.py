@@ -12,18 +12,21 @@ from ..linalg import RowBlocks
 from ._graph_seam import estimator_graph
 
 
-def graph_laplacian(est, X: np.ndarray, graph=None, *, n_neighbors=None) -> np.ndarray:
-    """The estimator's Laplacian on the rows of X: its kNN graph built on the workers with
-    ``n_neighbors`` (default the estimator's), or the given
-    :class:`~dask_ssl.graph.weights.Graph`, gathered dense. With 0 neighbours (one row) the
-    graph has no edges and the Laplacian is 0."""
+def graph_regularizer(est, X: np.ndarray, graph=None, *,
+                      n_neighbors=None) -> tuple[np.ndarray, float]:
+    """The estimator's ``M = L^p`` on the rows of X, dense, and the sum of the graph's edge
+    weights ``sum_ij W_ij`` where ``graph_normalization="edges"`` needs it (else 0): of its kNN
+    graph built on the workers with ``n_neighbors`` (default the estimator's), or of the given
+    :class:`~dask_ssl.graph.weights.Graph`. With 0 neighbours (one row) the graph has no edges:
+    ``M = 0`` and the sum is 0."""
     if graph is None:
         k = est.n_neighbors if n_neighbors is None else n_neighbors
         if k == 0:
-            return np.zeros((X.shape[0], X.shape[0]))
+            return np.zeros((X.shape[0], X.shape[0])), 0.0
         client = get_client(est.client)
         blocks = RowBlocks.from_array(X, client=client, n_blocks=est.n_blocks)
         graph = estimator_graph(est, blocks, k)
     elif graph.n_rows != X.shape[0]:
         raise ValueError(f"graph has {graph.n_rows} rows but X has {X.shape[0]}")
-    return regularizer_matrix(graph, normalized=est.normalized, p=est.p)
+    total = float(graph.to_scipy().sum()) if est.graph_normalization == "edges" else 0.0
+    return regularizer_matrix(graph, normalized=est.normalized, p=est.p), total

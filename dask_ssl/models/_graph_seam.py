@@ -2,7 +2,8 @@
 has ``_build_graph``): the graph settings that do not fit together (what the per-parameter
 constraints cannot say), the neighbour count a graph on given rows can have, and the graph
 itself, built from the estimator's ``metric``, ``weights``, ``t``, ``symmetrize``,
-``search_epsilon`` and ``random_state``."""
+``search_epsilon`` and ``random_state``, and the weight of the graph term on it under the
+estimator's ``graph_normalization``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..graph.weights import Graph, check_graph_params, knn_graph
+from ..kernels.deformed import graph_term_weight
 
 
 def check_graph_combination(est) -> None:
@@ -45,3 +47,17 @@ def estimator_graph(est, blocks, n_neighbors: int) -> Graph:
     return knn_graph(blocks, n_neighbors, metric=est.metric, weights=est.weights, t=est.t,
                      symmetrize=est.symmetrize, search_epsilon=est.search_epsilon,
                      random_state=est.random_state)
+
+
+def graph_term_weight_on(est, graph: Graph, gamma_I: float) -> float:
+    """``gamma_I_eff`` of ``est`` on ``graph``: ``gamma_I`` under ``est.graph_normalization``
+    (:func:`~dask_ssl.kernels.deformed.graph_term_weight`). The edge weights are summed on the
+    workers only where ``"edges"`` needs them (one round trip)."""
+    total = 0.0
+    if est.graph_normalization == "edges":
+        total = float(sum(graph.W.call(_weight_sum)))
+    return graph_term_weight(gamma_I, est.graph_normalization, graph.n_rows, total)
+
+
+def _weight_sum(i, W):
+    return float(W.sum())

@@ -1,8 +1,9 @@
-"""Names that changed when the estimators took one vocabulary, and how to read the old ones.
+"""Names and meanings that changed when the estimators took one vocabulary, and how to read
+the old ones.
 
-Model directories written before the change still load (their parameters are mapped to the
-new names and values); a workflow key, CLI flag or value under an old name is an error that
-names the new one, so nothing is silently read with a default instead.
+Model directories written before a change still load (their parameters are mapped to the new
+names, values and meanings); a workflow key, CLI flag or value under an old name is an error
+that names the new one, so nothing is silently read with a default instead.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ RENAMED_VALUES = {"loss": {"l2": "squared_hinge", "sqr": "squared"}}
 
 #: Old workflow keys outside the estimator's parameters: (section, key) -> the key now.
 RENAMED_KEYS = {("graph", "seed"): "random_state"}
+
+#: Estimators that took ``gamma_I`` as the graph term's coefficient itself (the linear paper's
+#: convention) before they took ``graph_normalization``.
+GRAPH_WEIGHT_AS_GIVEN = ("LinearLapRLS", "LinearLapSVM")
 
 
 def renamed_param(cls, name: str) -> str | None:
@@ -49,6 +54,37 @@ def upgrade_params(cls, params: dict) -> dict:
     if out.get("unlabeled", 0) is None and defaults.get("unlabeled") is not None:
         out["unlabeled"] = defaults["unlabeled"]
     return out
+
+
+def upgrade_document(cls, doc: dict) -> dict:
+    """A stored ``model.json`` of ``cls`` with its parameters under the names, values and
+    meanings ``cls`` takes now (:func:`upgrade_params`), its fitted values to match.
+
+    A linear graph estimator (:data:`GRAPH_WEIGHT_AS_GIVEN`) stored without
+    ``graph_normalization`` took ``gamma_I`` as the coefficient of its graph term. A given
+    ``gamma_I`` reads the same with ``graph_normalization="none"``. ``"auto"`` chose the
+    coefficient by shares of the objective that no normalization changes, and with too few
+    labels fell back to the seeds' ``1e4 / (u + l)^2``: that is ``"auto"`` under the default
+    ``"n2"`` now, so it gets ``"n2"``, and its stored choice (``gamma_I_``, the ``selection_``
+    rows' ``gamma_I``: coefficients) is restated in the units of ``gamma_I``, times
+    ``(u + l)^2``. Either way ``gamma_I_effective_`` is the stored coefficient. Refitting with
+    the mapped parameters fits the stored model again.
+    """
+    doc = dict(doc)
+    params = upgrade_params(cls, doc["params"])
+    doc["params"] = params
+    if cls.__name__ not in GRAPH_WEIGHT_AS_GIVEN or "graph_normalization" in params:
+        return doc
+    chosen = params.get("gamma_I") == "auto"
+    params["graph_normalization"] = "n2" if chosen else "none"
+    if "gamma_I_" in doc:
+        doc["gamma_I_effective_"] = doc["gamma_I_"]
+        if chosen:
+            n2 = float(doc["data_shape"][0]) ** 2
+            doc["gamma_I_"] = doc["gamma_I_"] * n2
+            doc["selection_"] = [{**row, "gamma_I": row["gamma_I"] * n2}
+                                 for row in doc.get("selection_", [])]
+    return doc
 
 
 def _params(cls) -> dict:

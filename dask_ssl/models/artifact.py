@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import __version__
 from .._json import json_default
-from ._renames import upgrade_params
+from ._renames import upgrade_document
 
 FORMAT = "dask-ssl-model/1"
 #: model.json holds parameters, metrics and per-stage history: megabytes at most. A larger
@@ -178,10 +178,11 @@ def load_model(path):
     cls = _registry().get(doc.get("estimator"))
     if cls is None:
         raise ValueError(f"{path}: unknown estimator {doc.get('estimator')!r}")
-    params = doc.get("params")
-    if isinstance(params, dict):
+    if isinstance(doc.get("params"), dict):
         # documents written before the one vocabulary hold some parameters under old names
-        params = upgrade_params(cls, params)
+        # or meanings
+        doc = upgrade_document(cls, doc)
+    params = doc.get("params")
     known = cls().get_params(deep=False)
     if not isinstance(params, dict) or not set(params) <= set(known) - {"client"}:
         raise ValueError(f"{path}/model.json: params must be a mapping of {cls.__name__}'s "

@@ -339,9 +339,10 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
         return np.column_stack([self.coef_, self.intercept_])
 
 
-#: What a selection on the labeled rows chose, and its table (:mod:`._selection`), stored
-#: under the attribute's name where an estimator has it.
-SELECTED = ("selection_", "gamma_I_", "gamma_u_")
+#: What a selection on the labeled rows chose (with the graph term's coefficient it gives),
+#: and its table (:mod:`._selection`), stored under the attribute's name where an estimator
+#: has it.
+SELECTED = ("selection_", "gamma_I_", "gamma_I_effective_", "gamma_u_")
 
 
 def fitted_info(est) -> dict:

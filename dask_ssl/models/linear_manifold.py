@@ -3,21 +3,26 @@
 Both minimize, over ``w`` (bias last, a regularized constant feature as in :class:`RLS` and
 :class:`L2SVM`) with outputs ``o = [X, 1] w`` on all ``n`` rows,
 
-    gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i V(y_i, o_i) + gamma_I/2 o^T M o,
+    gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i V(y_i, o_i) + gamma_I_eff/2 o^T M o,
 
 ``M = L^p`` a (normalized) Laplacian of a kNN graph on the same rows, ``V`` the squared loss
-(LapRLS) or the squared hinge (LapSVM); ``c_i = 1`` unless a sample weight is given. The normal
-equations of the squared loss, multiplied by ``l``, are the linear paper's Eq 3,
+(LapRLS) or the squared hinge (LapSVM); ``c_i = 1`` unless a sample weight is given. This is
+half the thesis' ch. 2 objective ``(1/l) sum V + gamma_A ||w||^2 + gamma_I_eff o^T M o``, and
+``gamma_I_eff`` is the thesis' too: ``gamma_I`` after ``graph_normalization``
+(:func:`~dask_ssl.kernels.deformed.graph_term_weight`; by default ``gamma_I / (u + l)^2``), as
+in :class:`LapRLS`. The normal equations of the squared loss, multiplied by ``l``, are the
+linear paper's Eq 3 with its ``gamma_I`` read as ``gamma_I_eff``,
 
-    (X_l^T X_l + gamma_A l I + gamma_I l X^T M X) w = X_l^T Y,
+    (X_l^T X_l + gamma_A l I + gamma_I_eff l X^T M X) w = X_l^T Y
 
-with no ``1/(u+l)^2`` factor (ALGORITHMS.md 4.4, 7.1); ``gamma_I = 0`` is :class:`RLS` /
-:class:`L2SVM` with the same ``gamma_A``. The graph term acts on the outputs, bias included; for the
-unnormalized ``L`` (``L 1 = 0``) that is the paper's ``w^T X^T L X w``.
+(the paper has no ``1/(u+l)^2`` factor: ``graph_normalization="none"``; ALGORITHMS.md 4.4,
+7.1); ``gamma_I = 0`` is :class:`RLS` / :class:`L2SVM` with the same ``gamma_A``. The graph
+term acts on the outputs, bias included; for the unnormalized ``L`` (``L 1 = 0``) that is the
+paper's ``w^T X^T L X w``.
 
 Small d: ``X^T M X`` is formed once on the workers (:meth:`DataGraph.gram`, ``p + 1`` round
 trips) and every system is solved exactly by Cholesky. Large d: conjugate gradients whose
-product ``X_l^T C X_l z + gamma_A z + gamma_I X^T M X z`` costs ``p + 1`` round trips
+product ``X_l^T C X_l z + gamma_A z + gamma_I_eff X^T M X z`` costs ``p + 1`` round trips
 (:meth:`DataGraph.product`). With ``kernel`` set, the rows are first mapped to Nystrom features
 (:class:`~dask_ssl.kernels.nystrom.NystromFeatures`) and the graph is built on the input rows:
 kernel LapRLS / LapSVM in feature space.
@@ -38,7 +43,8 @@ from ..graph.weights import Graph
 from ..linalg.block_cg import LocalSystem, block_cg
 from ..solvers.mfn import MFNSolver, RidgeTerm
 from ._constraints import KERNELS, constraints
-from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
+from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
+                          graph_term_weight_on)
 from ._graph_weight import SEED_GAMMA_I, cv_gamma_I, loo_gamma_I, truth_of
 from ._selection import enough_labels, warn_unchecked
 from ._input import target_columns
@@ -77,11 +83,11 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     _supervised_fallback = False
 
     def __init__(self, *, gamma_A=1e-3, gamma_I="auto", n_neighbors=10, metric="euclidean",
-                 weights="heat", t=None, symmetrize="max", normalized=True, p=1, partition=None,
-                 search_epsilon=0.1, kernel=None, kernel_params=None, n_components=100,
-                 landmarks="uniform", tol=1e-6, max_iter=1000, fit_intercept=True,
-                 solver="auto", unlabeled=-1, client=None, n_blocks=None, random_state=None,
-                 checkpoint=None):
+                 weights="heat", t=None, symmetrize="max", normalized=True, p=1,
+                 graph_normalization="n2", partition=None, search_epsilon=0.1, kernel=None,
+                 kernel_params=None, n_components=100, landmarks="uniform", tol=1e-6,
+                 max_iter=1000, fit_intercept=True, solver="auto", unlabeled=-1, client=None,
+                 n_blocks=None, random_state=None, checkpoint=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.n_neighbors = n_neighbors
@@ -91,6 +97,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.symmetrize = symmetrize
         self.normalized = normalized
         self.p = p
+        self.graph_normalization = graph_normalization
         self.partition = partition
         self.search_epsilon = search_epsilon
         self.kernel = kernel
@@ -157,31 +164,43 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         return c, Y
 
     def _graph_weight(self, dg, G=None, H=None) -> float:
-        """``gamma_I``, or with "auto" its choice (:mod:`._graph_weight`) after
-        :meth:`_set_targets`: leave-one-out from the Gram matrices ``G`` (labeled loss) and
-        ``H`` (graph term), or without them (CG path) cross-validation by block CG. With too
-        few labels to tell (:func:`._selection.enough_labels`) "auto" is the seeds' weight,
-        :data:`SEED_GAMMA_I` ``/ (u + l)^2``, with a warning. Sets ``gamma_I_`` and
-        ``selection_``."""
+        """``gamma_I_eff``: of ``gamma_I``, or with "auto" of its choice (:mod:`._graph_weight`)
+        after :meth:`_set_targets`: leave-one-out from the Gram matrices ``G`` (labeled loss)
+        and ``H`` (graph term), or without them (CG path) cross-validation by block CG. With
+        too few labels to tell (:func:`._selection.enough_labels`) "auto" is the seeds'
+        :data:`SEED_GAMMA_I`, with a warning. Sets ``gamma_I_`` (in the units of ``gamma_I``),
+        ``gamma_I_effective_`` and ``selection_``."""
         self.selection_ = []
-        if not isinstance(self.gamma_I, str):
-            self.gamma_I_ = float(self.gamma_I)
-            return self.gamma_I_
-        sparse = G is None
-        Xl, cl, Yl = dg.rows_where("c", "y", sparse=sparse)
-        if not enough_labels(truth_of(Yl)):
+        gamma_I = self.gamma_I
+        if gamma_I == "auto":
+            sparse = G is None
+            Xl, cl, Yl = dg.rows_where("c", "y", sparse=sparse)
+            if enough_labels(truth_of(Yl)):
+                return self._chosen_weight(dg, G, H, Xl, cl, Yl)
             warn_unchecked(self, "gamma_I")
-            self.gamma_I_ = SEED_GAMMA_I / float(dg.blocks.n_rows) ** 2
-            return self.gamma_I_
-        if sparse:
+            gamma_I = SEED_GAMMA_I
+        self.gamma_I_ = float(gamma_I)
+        self.gamma_I_effective_ = graph_term_weight_on(self, self.graph_, self.gamma_I_)
+        return self.gamma_I_effective_
+
+    def _chosen_weight(self, dg, G, H, Xl, cl, Yl) -> float:
+        """``gamma_I_eff`` chosen among the shares of :mod:`._graph_weight` on the labeled rows
+        ``Xl`` (costs ``cl``, targets ``Yl``): by leave-one-out with the Gram matrices, by
+        cross-validation without them (CG path)."""
+        if G is None:
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
-            self.gamma_I_, self.selection_ = cv_gamma_I(
+            effective, selection = cv_gamma_I(
                 lambda P: dg.product(P, gamma_I=1.0), Xl, cl, Yl, float(self.gamma_A),
                 maxiter=self.max_iter, seed=int(seed))
         else:
-            self.gamma_I_, self.selection_ = loo_gamma_I(G, H, Xl, cl, Yl,
-                                                         float(self.gamma_A))
-        return self.gamma_I_
+            effective, selection = loo_gamma_I(G, H, Xl, cl, Yl, float(self.gamma_A))
+        # the shares weigh the graph term against the loss whatever the normalization: the
+        # choice is the coefficient itself, reported in the units of gamma_I
+        unit = graph_term_weight_on(self, self.graph_, 1.0)
+        self.gamma_I_ = effective / unit
+        self.gamma_I_effective_ = effective
+        self.selection_ = [{**row, "gamma_I": row["gamma_I"] / unit} for row in selection]
+        return effective
 
     def _prepare(self, blocks, features, client, graph):
         t0 = time.perf_counter()
@@ -211,25 +230,33 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
 class LinearLapRLS(_LinearManifold):
     """Linear Laplacian RLS (linear manifold regularization paper, Eq 2-3) on row blocks.
 
-    Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i (y_i - o_i)^2 + gamma_I/2 o^T M o``
-    with ``o = [X, 1] w``: the solution of Eq 3, ``(X_l^T X_l + gamma_A l I + gamma_I l X^T M X)
-    w = X_l^T Y``. All one-vs-rest classes are columns of one solve.
+    Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i (y_i - o_i)^2 + gamma_I_eff/2
+    o^T M o`` with ``o = [X, 1] w``: the solution of Eq 3, ``(X_l^T X_l + gamma_A l I +
+    gamma_I_eff l X^T M X) w = X_l^T Y``. All one-vs-rest classes are columns of one solve.
 
     Parameters
     ----------
     gamma_A : float, default=1e-3
         Ambient regularization gamma_A; equals :class:`RLS`'s ``gamma_A`` (``gamma_I = 0`` is RLS).
     gamma_I : float or "auto", default="auto"
-        Intrinsic (graph) regularization gamma_I of Eq 2-3, no ``1/(u+l)^2`` factor. "auto":
-        the candidate ``rho tr(G) / tr(H)``, ``rho`` in
+        The thesis' (ch. 2) graph weight gamma_I before ``graph_normalization``, as in
+        :class:`LapRLS`: ``gamma_I_eff = gamma_I / (u + l)^2`` by default; the linear paper's
+        gamma_I (Eq 2-3) is ``gamma_I_eff``, given as is with ``graph_normalization="none"``.
+        "auto": the coefficient ``gamma_I_eff = rho tr(G) / tr(H)``, ``rho`` in
         :data:`~dask_ssl.models._graph_weight.AUTO_RHO` (0 included), with the fewest errors
         of LapRLS on held-out labeled rows: exact leave-one-out on the Gram path, 4-fold
         cross-validation by one block CG on the CG path (see
-        :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read). The value
-        used is ``gamma_I_``.
+        :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read). The shares
+        do not depend on the normalization, so neither does the choice. With fewer than 5
+        labeled rows in a class it is the seeds' 1e4 (with a
+        :class:`~dask_ssl.models._selection.SelectionWarning`). The value used is ``gamma_I_``.
     n_neighbors, metric, weights, t, symmetrize, normalized, p, partition, search_epsilon
         The graph and ``M = L^p``, as in :class:`GraphTransduction` (here ``partition`` defaults
         to None: the data's blocks; ``"metis"`` moves the data rows once to the re-split).
+    graph_normalization : {"n2", "edges", "none"}, default="n2"
+        ``gamma_I_eff = gamma_I / (u + l)^2`` (thesis ch. 2), ``gamma_I / sum W_ij`` (the
+        seeds' sparse-graph alternative) or ``gamma_I`` (the linear paper, thesis ch. 4), as
+        in :class:`LapRLS`.
     kernel : str or callable, optional
         Fit on Nystrom features of this kernel (kernel LapRLS in feature space); the graph is
         built on the input rows. None: linear.
@@ -264,9 +291,12 @@ class LinearLapRLS(_LinearManifold):
         ``objective_`` is the minimized objective above per class; ``n_iter_`` the CG
         iterations (1 on the Gram path: one Cholesky solve).
     gamma_I_ : float
-        The gamma_I used.
+        The gamma_I used (the choice with "auto"), in the units of ``gamma_I``.
+    gamma_I_effective_ : float
+        ``gamma_I_eff``, the coefficient of ``o^T M o`` above.
     selection_ : list of dict
-        With ``gamma_I="auto"``: per candidate its ``rho`` and ``gamma_I``, its held-out
+        With ``gamma_I="auto"``: per candidate its ``rho`` and ``gamma_I`` (in the units of
+        ``gamma_I``, as ``gamma_I_``), its held-out
         ``errors`` on the labeled rows (count, rate and standard error), the ``squared``
         residual and whether it was ``chosen`` (:mod:`dask_ssl.models._selection`); empty for
         a given gamma_I or too few labels.
@@ -339,7 +369,8 @@ class LinearLapRLS(_LinearManifold):
 
 class GraphTerm(RidgeTerm):
     """L2-SVM-MFN's regularizer with the graph term ``gamma_I/2 o^T M o``:
-    ``1/2 w^T R w``, ``R = gamma_A I + gamma_I [X,1]^T M [X,1]``.
+    ``1/2 w^T R w``, ``R = gamma_A I + gamma_I [X,1]^T M [X,1]`` (``gamma_I`` here is the
+    coefficient itself, the estimator's ``gamma_I_effective_``).
 
     Every Newton system gets ``gamma_I X^T M X``: the matrix ``H`` on the small-d path, the
     product (fused with the active-set product, ``p + 1`` round trips per CG iteration) on the
@@ -395,16 +426,16 @@ class LinearLapSVM(_LinearManifold):
     (thesis ch. 6 conclusion; linear paper Eq 2 with the squared hinge).
 
     Minimizes ``gamma_A/2 ||w||^2 + 1/(2l) sum_{labeled} c_i max(0, 1 - y_i o_i)^2 +
-    gamma_I/2 o^T M o``, ``o = [X, 1] w``; ``gamma_I = 0`` is :class:`L2SVM` with ``gamma_A =
-    gamma_A``. Each Newton system is ``(gamma_A I + X_j^T C_j X_j + gamma_I X^T M X) w =
-    X_j^T C_j Y_j`` (times ``l``: Eq 3 on the active set). One-vs-rest classes are fitted in
-    turn, sharing the graph and (small d) ``X^T M X``.
+    gamma_I_eff/2 o^T M o``, ``o = [X, 1] w``; ``gamma_I = 0`` is :class:`L2SVM` with
+    ``gamma_A = gamma_A``. Each Newton system is ``(gamma_A I + X_j^T C_j X_j + gamma_I_eff
+    X^T M X) w = X_j^T C_j Y_j`` (times ``l``: Eq 3 on the active set). One-vs-rest classes
+    are fitted in turn, sharing the graph and (small d) ``X^T M X``.
 
     Parameters
     ----------
-    gamma_A, gamma_I, n_neighbors, metric, weights, t, symmetrize, normalized, p, partition,
-    search_epsilon, kernel, kernel_params, n_components, landmarks, fit_intercept, solver,
-    unlabeled, client, n_blocks, random_state
+    gamma_A, gamma_I, n_neighbors, metric, weights, t, symmetrize, normalized, p,
+    graph_normalization, partition, search_epsilon, kernel, kernel_params, n_components,
+    landmarks, fit_intercept, solver, unlabeled, client, n_blocks, random_state
         As in :class:`LinearLapRLS`; ``gamma_I="auto"`` is LapRLS's choice on the same graph and
         labels (its leave-one-out is exact; the Newton systems here are LapRLS systems on the
         active set).
@@ -445,7 +476,7 @@ class LinearLapSVM(_LinearManifold):
 
     def _newton_checkpoint(self, dg, y, costs, part):
         """``part``'s Newton checkpoint, identified (:func:`_fingerprint`) by
-        ``X_l^T C y`` and ``(gamma_A I + X_l^T C X_l + gamma_I X^T M X)`` times the probe:
+        ``X_l^T C y`` and ``(gamma_A I + X_l^T C X_l + gamma_I_eff X^T M X)`` times the probe:
         the data, graph, labels, costs and parameters of this part's problem."""
         url = part.checkpoint
         if url is None:
@@ -455,7 +486,7 @@ class LinearLapSVM(_LinearManifold):
 
         dg.set_rows("c", np.where(y != 0, costs, 0.0))
         dg.set_rows("y", y[:, None])
-        gamma_A, gamma_I = float(self.gamma_A), self.gamma_I_
+        gamma_A, gamma_I = float(self.gamma_A), self.gamma_I_effective_
         fingerprint = _fingerprint(
             lambda P: gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c")),
             dg.rhs("c", "y"))
@@ -467,7 +498,7 @@ class LinearLapSVM(_LinearManifold):
         """One class's L2-SVM-MFN with the graph term, with the fit's :class:`_GraphFit`."""
         checkpoint = self._newton_checkpoint(fit.dg, y, costs, part)
         init_blocks(blocks, token, hinge_costs(y, costs))
-        term = GraphTerm(fit.dg, self.gamma_I_, token, H=fit.H)
+        term = GraphTerm(fit.dg, self.gamma_I_effective_, token, H=fit.H)
         solver = MFNSolver(blocks, token, bias=self.fit_intercept, gram=fit.H is not None,
                            tol=self.tol, max_newton=self.max_iter, regularizer=term)
         res = solver.solve(w0, self.gamma_A, checkpoint=checkpoint)

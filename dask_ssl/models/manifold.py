@@ -38,14 +38,14 @@ from ..graph.dense import regularizer_matrix
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
-from ..kernels.deformed import graph_term_weight
 from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton
 from ._clone import SharesClient
 from ._constraints import AUTO, COUNT, constraints, validate
-from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
+from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
+                          graph_term_weight_on)
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
 from ._graph_weight import CV_TOL, SEED_GAMMA_I, truth_of
@@ -253,15 +253,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         setting = self._graph_candidates(blocks.n_rows, graph)[0]
         if graph is None:
             graph = estimator_graph(self, blocks, setting[0])
-        # the inner linear fit weighs the graph term as given: gamma_I_eff, or per unit of
-        # gamma_I where it chooses (its "auto" shares, mapped back to this estimator's gamma_I)
-        unit = self._weight(graph, 1.0)
-        weight = "auto" if self.gamma_I == "auto" else self._weight(graph, self.gamma_I)
-        fitted = fit_nystrom(self, blocks, labels, graph, setting, kparams, weight, client)
-        self.gamma_I_effective_ = fitted.pop("gamma_I_")
-        self.gamma_I_ = self.gamma_I_effective_ / unit
-        self.selection_ = [{**row, "gamma_I": row["gamma_I"] / unit}
-                           for row in fitted.pop("selection_")]
+        fitted = fit_nystrom(self, blocks, labels, graph, setting, kparams, client)
         for key, value in fitted.items():
             setattr(self, key, value)
         self.graph_ = graph
@@ -287,11 +279,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
 
     def _weight(self, graph, gamma_I) -> float:
-        """``gamma_I_eff`` on ``graph`` (:func:`graph_term_weight`)."""
-        total = 0.0
-        if self.graph_normalization == "edges":
-            total = float(sum(graph.W.call(_weight_sum)))
-        return graph_term_weight(gamma_I, self.graph_normalization, graph.n_rows, total)
+        """``gamma_I_eff`` on ``graph`` (:func:`._graph_seam.graph_term_weight_on`)."""
+        return graph_term_weight_on(self, graph, gamma_I)
 
     def _fit_direct(self, K, graphs, candidates, Y, labeled) -> dict:
         """The dense fit at the setting :meth:`_select_direct` chooses."""
@@ -538,10 +527,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         self.history_ = doc.get("history", [])
 
 
-def _weight_sum(i, W):
-    return float(W.sum())
-
-
 def _squeeze(values: np.ndarray):
     values = np.asarray(values, dtype=float).ravel()
     return float(values[0]) if values.size == 1 else values
@@ -602,8 +587,8 @@ class LapRLS(_ManifoldClassifier):
         5 labeled rows in a class it is the seeds' 1e4 (with a
         :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
         the ambient one, the classifier follows the graph and the kernel extends it. With
-        ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`),
-        reported in these units. The value used is ``gamma_I_``.
+        ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`, in
+        the same units). The value used is ``gamma_I_``.
     kernel : str or callable, default "rbf"
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
@@ -643,9 +628,9 @@ class LapRLS(_ManifoldClassifier):
         None: the exact expansion over all ``n`` training rows (the thesis' ``alpha``). An int
         ``m``: Nystrom features ``Z = K(X, landmarks) K_mm^-1/2`` computed on the workers and the
         fit of :class:`LinearLapRLS` (:class:`LinearLapSVM` for LapSVM) on them, with the same
-        graph, kernel and kernel parameters and ``gamma_A' = gamma_A``, ``gamma_I' =
-        gamma_I_eff`` (the linear estimators apply no normalization; their objective is half
-        of this one, :mod:`dask_ssl.models._nystrom_manifold`). The model is the expansion
+        graph, kernel and kernel parameters, ``gamma_A``, ``gamma_I`` and
+        ``graph_normalization`` (the same meanings there; their objective is half of this
+        one, :mod:`dask_ssl.models._nystrom_manifold`). The model is the expansion
         ``f(x) = sum_j alpha_j K(z_j, x)`` over the ``m`` landmarks ``z_j``, ``alpha =
         K_mm^-1/2 w``; with every row a landmark it is the exact solution. Nothing ``n x n``
         is formed and the rows stay on the workers, so it runs on hundreds of thousands of

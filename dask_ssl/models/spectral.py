@@ -6,10 +6,10 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 
-from ..kernels import check_kernel, kernel_matrix
+from ..kernels import check_kernel, graph_term_weight, kernel_matrix
 from ._clone import SharesClient
 from ._constraints import POSITIVE, constraints, validate
-from ._graph_kernel import graph_laplacian
+from ._graph_kernel import graph_regularizer
 from ._graph_seam import check_graph_combination, clip_n_neighbors
 from ._input import encode_labels
 from ._kernel_s3vm import dense_rows, expansion_scores
@@ -38,9 +38,10 @@ class _KernelGraphModel(SharesClient, BaseEstimator):
 class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraphModel):
     """Spectral clustering with an RKHS out-of-sample extension (thesis 2.8.1, Eqs 2.25-2.28).
 
-    ``f = sum_i alpha_i K(., x_i)`` minimizing ``gamma_A ||f||_K^2 + gamma_I f^T M f`` subject to
-    ``sum_i f(x_i) = 0`` and ``sum_i f(x_i)^2 = 1``: the generalized eigenproblem
-    ``P (gamma K + K M K) P v = lambda P K^2 P v`` (Eq 2.28), ``gamma = gamma_A / gamma_I``, P the
+    ``f = sum_i alpha_i K(., x_i)`` minimizing ``gamma_A ||f||_K^2 + gamma_I_eff f^T M f``
+    subject to ``sum_i f(x_i) = 0`` and ``sum_i f(x_i)^2 = 1``: the generalized eigenproblem
+    ``P (gamma K + K M K) P v = lambda P K^2 P v`` (Eq 2.28), ``gamma = gamma_A / gamma_I_eff``
+    (``gamma_I_eff`` after ``graph_normalization``, as in :class:`LapRLS`), P the
     projection orthogonal to ``K 1``, its smallest eigenvalues, ``alpha = P v``. Two clusters are
     the signs of the first eigenfunction; more components are the regularized Laplacian
     eigenmap of Remark 2, with values on new rows through the kernel.
@@ -55,9 +56,14 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
 
     Parameters
     ----------
-    gamma_A, gamma_I : float, default 1e-3 and 1.0
-        The ambient and intrinsic weights of Eq 2.25; only ``gamma = gamma_A / gamma_I``
-        matters. ``M = L^p`` enters without a ``1/n^2`` factor (it would only rescale gamma).
+    gamma_A, gamma_I : float, default 1e-6 and 1e4
+        The ambient and intrinsic weights of Eq 2.25 (gamma_I before ``graph_normalization``);
+        only ``gamma = gamma_A / gamma_I_eff`` matters. The defaults are :class:`LapRLS`'s
+        (the seeds', thesis Table 2.6): ``gamma = 1e-10 n^2`` with the default normalization,
+        1e-6 on 100 rows and 1e-4 on 1000, where the first eigenfunction follows the graph.
+    graph_normalization : {"n2", "edges", "none"}, default "n2"
+        ``gamma_I_eff = gamma_I / n^2`` (thesis ch. 2, ``u + l = n``), ``gamma_I / sum W_ij``
+        or ``gamma_I``, as in :class:`LapRLS`.
     n_components : int, default 1
         Eigenfunctions computed (smallest eigenvalues first).
     kernel, kernel_params
@@ -75,12 +81,13 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
     labels_ : ndarray (n,), 1 where the first eigenfunction is positive, else 0
     """
 
-    def __init__(self, *, gamma_A=1e-3, gamma_I=1.0, n_components=1, kernel="rbf",
-                 kernel_params=None, eig_tol=1e-10, n_neighbors=10, metric="euclidean",
-                 weights="heat", t=None, symmetrize="max", normalized=True, p=1,
-                 search_epsilon=0.1, client=None, n_blocks=None, random_state=None):
+    def __init__(self, *, gamma_A=1e-6, gamma_I=1e4, graph_normalization="n2", n_components=1,
+                 kernel="rbf", kernel_params=None, eig_tol=1e-10, n_neighbors=10,
+                 metric="euclidean", weights="heat", t=None, symmetrize="max", normalized=True,
+                 p=1, search_epsilon=0.1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
+        self.graph_normalization = graph_normalization
         self.n_components = n_components
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -108,7 +115,9 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
                              f"{X.shape[0] - 2} (n_samples={X.shape[0]})")
         k = None if graph is not None else clip_n_neighbors(self.n_neighbors, X.shape[0])
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
-        M = graph_laplacian(self, X, graph, n_neighbors=k)
+        M, total = graph_regularizer(self, X, graph, n_neighbors=k)
+        gamma = self.gamma_A / graph_term_weight(self.gamma_I, self.graph_normalization,
+                                                 X.shape[0], total)
         s, U = scipy.linalg.eigh(K)
         keep = s > self.eig_tol * s[-1]
         s, U = s[keep], U[:, keep]
@@ -118,7 +127,7 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
         # an orthonormal basis of the e with 1^T f = (U^T 1)^T e = 0
         Q = scipy.linalg.null_space((U.T @ np.ones(X.shape[0]))[None, :])
         A = U.T @ M @ U
-        A[np.diag_indices_from(A)] += (self.gamma_A / self.gamma_I) / s
+        A[np.diag_indices_from(A)] += gamma / s
         values, Z = scipy.linalg.eigh(Q.T @ A @ Q, subset_by_index=[0, self.n_components - 1])
         E = Q @ Z
         self.X_fit_ = X
@@ -141,20 +150,25 @@ class RegularizedSpectralClustering(ClusterMixin, TransformerMixin, _KernelGraph
 class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
     """Supervised RLS with a separate intrinsic regularizer per class (thesis 2.8.2, Eq 2.29).
 
-    ``min 1/l sum_i (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I_pos/l^2 f_+^T M_+ f_+
-    + gamma_I_neg/l^2 f_-^T M_- f_-``, ``M_+``, ``M_-`` the Laplacians of kNN graphs built on the
-    positive and on the negative rows separately (all rows labeled: u = 0, so Eq 2.29's
-    ``(u+l)^2`` is ``l^2``). LapRLS (Eq 2.12) with ``gamma_I L`` replaced by
-    ``blockdiag(gamma_I_pos M_+, gamma_I_neg M_-)``: ``alpha = (K + gamma_A l I + C K / l)^-1 y``,
-    C that block-diagonal matrix in row order. A dense solve on the driver (n up to a few
-    thousand). Multi-class: one-vs-rest, class k's rows against the rest.
+    ``min 1/l sum_i (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I_pos_eff f_+^T M_+ f_+
+    + gamma_I_neg_eff f_-^T M_- f_-``, ``M_+``, ``M_-`` the Laplacians of kNN graphs built on
+    the positive and on the negative rows separately, each weight after ``graph_normalization``
+    (by default Eq 2.29's ``gamma_I / (u+l)^2``; all rows labeled: u = 0, so that is ``l^2``).
+    LapRLS (Eq 2.12) with ``gamma_I_eff L`` replaced by ``C = blockdiag(gamma_I_pos_eff M_+,
+    gamma_I_neg_eff M_-)``: ``alpha = (K + gamma_A l I + l C K)^-1 y``, C in row order. A dense
+    solve on the driver (n up to a few thousand). Multi-class: one-vs-rest, class k's rows
+    against the rest.
 
     Parameters
     ----------
     gamma_A : float, default 1e-2
     gamma_I_pos, gamma_I_neg : float, default 1.0
-        gamma_I^+ and gamma_I^- of Eq 2.29 (for one-vs-rest: the class and the rest).
-        Both 0 give kernel RLS.
+        gamma_I^+ and gamma_I^- of Eq 2.29 (for one-vs-rest: the class and the rest), before
+        ``graph_normalization``. Both 0 give kernel RLS.
+    graph_normalization : {"n2", "edges", "none"}, default "n2"
+        ``gamma_I_eff = gamma_I / l^2`` (Eq 2.29), ``gamma_I / sum W_ij`` (summed over the
+        graphs of a one-vs-rest target, one per side of positive weight) or ``gamma_I``, for
+        both weights, as in :class:`LapRLS`.
     kernel, kernel_params, n_neighbors, metric, weights, t, symmetrize, normalized, p,
     search_epsilon, client, n_blocks, random_state
         As in :class:`RegularizedSpectralClustering`; a side with fewer rows than
@@ -165,13 +179,14 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
     classes_, X_fit_, dual_coef_ : ndarray (n, 1) or (n, n_classes)
     """
 
-    def __init__(self, *, gamma_A=1e-2, gamma_I_pos=1.0, gamma_I_neg=1.0, kernel="rbf",
-                 kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat", t=None,
-                 symmetrize="max", normalized=True, p=1, search_epsilon=0.1, client=None,
-                 n_blocks=None, random_state=None):
+    def __init__(self, *, gamma_A=1e-2, gamma_I_pos=1.0, gamma_I_neg=1.0,
+                 graph_normalization="n2", kernel="rbf", kernel_params=None, n_neighbors=10,
+                 metric="euclidean", weights="heat", t=None, symmetrize="max", normalized=True,
+                 p=1, search_epsilon=0.1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I_pos = gamma_I_pos
         self.gamma_I_neg = gamma_I_neg
+        self.graph_normalization = graph_normalization
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.n_neighbors = n_neighbors
@@ -207,11 +222,18 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         for j, cls in enumerate(targets):
             pos = codes == cls
             C = np.zeros((n, n))
+            total = 0.0
             for (g, side, weight), k in zip(graphs, ks):
                 if g == j:
                     rows = np.flatnonzero(side)
-                    C[np.ix_(rows, rows)] = weight * graph_laplacian(self, X[rows], n_neighbors=k)
-            A = K + C @ K / n
+                    M, side_total = graph_regularizer(self, X[rows], n_neighbors=k)
+                    C[np.ix_(rows, rows)] = weight * M
+                    total += side_total
+            # one normalization for both sides' graphs; without an edge C is 0: nothing to
+            # scale (and "edges" nothing to divide by)
+            if C.any():
+                C *= graph_term_weight(1.0, self.graph_normalization, n, total)
+            A = K + n * (C @ K)
             A[np.diag_indices_from(A)] += self.gamma_A * n
             alphas.append(np.linalg.solve(A, np.where(pos, 1.0, -1.0)))
         self.classes_ = classes

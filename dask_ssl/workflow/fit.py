@@ -52,8 +52,8 @@ ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda
               "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
 ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkpoint",
-                   "gamma_I", "kernel", "kernel_params", "n_neighbors", "p", "loss",
-                   "n_components", "landmarks")
+                   "gamma_I", "graph_normalization", "kernel", "kernel_params", "n_neighbors",
+                   "p", "loss", "n_components", "landmarks")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
 FEATURE_MAP_FLAGS = ("n_components", "landmarks")
 JOB_FILE = "job.json"
