@@ -57,6 +57,29 @@ def test_distributed_block_cg_equals_dense_solve(client, moons, partition):
     np.testing.assert_allclose(X_cg, np.linalg.solve(A, B), atol=1e-7)
 
 
+@pytest.mark.parametrize("preconditioner", [None, "block"])
+def test_columns_with_their_own_weights_and_fidelities(client, moons, preconditioner):
+    """A grid of graph weights and per-column fidelities in one block CG: each column equals
+    its own dense solve; with a shared preconditioner fidelity too (``a_precond``)."""
+    from dask_ssl.solvers.graph import solve_graph_system
+
+    X, _ = moons
+    graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=3), 8)
+    L = laplacian(graph.to_scipy().toarray(), normed=True)
+    rng = np.random.default_rng(4)
+    gamma = np.array([0.5, 0.5, 10.0, 10.0, 10.0])
+    base = np.where(np.arange(400) % 5 == 0, 1.0, 0.2)
+    a = np.column_stack([base, base, base, np.where(np.arange(400) % 10 == 0, 0.2, base),
+                         np.full(400, 0.05)])
+    B = rng.standard_normal((400, 5))
+    sol = solve_graph_system(graph, a, B, gamma_I=gamma, preconditioner=preconditioner,
+                             tol=1e-10, a_precond=np.column_stack([base] * 4 + [a[:, 4]]))
+    assert sol.cg.converged.all()
+    for j in range(5):
+        dense = np.linalg.solve(gamma[j] * L + np.diag(a[:, j]), B[:, j])
+        np.testing.assert_allclose(sol.F[:, j], dense, atol=1e-7)
+
+
 @pytest.mark.parametrize("power,n_blocks", [(1, 4), (3, 2)])
 def test_seeded_distributed_cg_follows_the_dense_recurrence(client, moons, power, n_blocks):
     """Halo values kept on the driver are the workers' own: same residual path as in memory."""

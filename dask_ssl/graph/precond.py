@@ -149,3 +149,35 @@ def factor_block(A, d, a, gamma: float, p: int):
                        int(min(budget, 2**62))) > budget:
         return _Diagonal(P)
     return _OrderedLU(Q, order)
+
+
+class _ColumnGroups:
+    """Block preconditioners of columns solved with different graph weights or fidelities:
+    one factor per distinct pair, each applied to its own columns (``.solve(V)``)."""
+
+    def __init__(self, factors, groups):
+        self.factors, self.groups = factors, groups
+
+    def solve(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        out = np.empty_like(V)
+        for factor, cols in zip(self.factors, self.groups):
+            out[:, cols] = factor.solve(V[:, cols])
+        return out
+
+
+def factor_columns(A, d, a, gamma, p: int):
+    """:func:`factor_block` for a system whose columns may carry different graph weights and
+    fidelities (``gamma`` a float or one per column, ``a`` of shape ``n_b x 1`` or one column
+    per column): one factor per distinct pair on this block."""
+    a = np.asarray(a, np.float64).reshape(np.shape(a)[0], -1)
+    gamma = np.atleast_1d(np.asarray(gamma, np.float64))
+    n_cols = max(gamma.size, a.shape[1])
+    keys = np.vstack([np.broadcast_to(gamma, (n_cols,)),
+                      np.broadcast_to(a, (a.shape[0], n_cols))]).T
+    values, which = np.unique(keys, axis=0, return_inverse=True)
+    which = np.ravel(which)
+    if len(values) == 1:
+        return factor_block(A, d, values[0, 1:], float(values[0, 0]), p)
+    return _ColumnGroups([factor_block(A, d, v[1:], float(v[0]), p) for v in values],
+                         [np.flatnonzero(which == j) for j in range(len(values))])
