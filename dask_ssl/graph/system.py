@@ -37,12 +37,13 @@ def _colsum(u, v):
     return np.einsum("ij,ij->j", u, v)
 
 
-def _load(i, W, b, a, pa, x, send, store, token, gamma, p, precond):
+def _load(i, W, b, a, pa, x, send, store, token, gamma, p, precond, fill_budget):
     s = {"b": to_inner(i, token, b), "a": to_inner(i, token, a), "x": to_inner(i, token, x),
          "send": inner_rows(i, token, send)}
     if precond:
         st = workerstate.get(token, i)
-        s["lu"] = factor_columns(st["A"], st["d"], to_inner(i, token, pa), gamma, p)
+        s["lu"] = factor_columns(st["A"], st["d"], to_inner(i, token, pa), gamma, p,
+                                 fill_budget)
     workerstate.put(store, i, s)
 
 
@@ -140,10 +141,15 @@ class GraphSystem:
         The fidelity weights the preconditioner factors (default ``a``): columns whose ``a``
         differ on a few rows (folds of the labeled rows) can share one factor per block,
         which stays symmetric positive definite and leaves those rows' difference to CG.
+    fill_budget : float, optional
+        Largest fill of a block factored exactly (a block past it is preconditioned by its
+        diagonal); default :data:`~dask_ssl.graph.precond.FILL_BUDGET`. Applying a factor
+        costs about its fill in products per column and pass, so a solve of many columns,
+        bound by arithmetic rather than round trips, may ask for less.
     """
 
     def __init__(self, op: LaplacianOperator, gamma, a, B, X0=None, *,
-                 preconditioner=None, a_precond=None):
+                 preconditioner=None, a_precond=None, fill_budget=None):
         check_preconditioner(preconditioner)
         self.op = op
         self.preconditioned = preconditioner is not None
@@ -167,7 +173,7 @@ class GraphSystem:
                       for b in range(nb)]
         self.store = "cg-" + uuid.uuid4().hex[:12]
         sl = W.block_slices()
-        W.call(_load, self.store, op.token, self.gamma, op.p, self.preconditioned,
+        W.call(_load, self.store, op.token, self.gamma, op.p, self.preconditioned, fill_budget,
                per_block=[(B[s], a[s], pa[s] if self.preconditioned else None, X0[s],
                            self.send[c]) for c, s in enumerate(sl)])
         self._x_send = [X0[s][self.send[c]] for c, s in enumerate(sl)]

@@ -19,9 +19,15 @@ stratified, each labeled row held out once; an unlabeled row is never scored). T
 fold ``f`` is RLS fitted on the labels outside fold ``f``, and the held-out rows are unlabeled
 rows of that fold's fit (fidelity ``mu``, target the fold's prior). Every (``gamma_I``, ``mu``,
 fold, class) system is a column of one block CG on the one graph
-(:func:`dask_ssl.solvers.graph.solve_graph_system` with weights and fidelities per column);
-the block preconditioner factors each block once per (``gamma_I``, ``mu``), with the held-out
-rows' fidelity as in the full fit (1), and leaves their few rows' difference to CG.
+(:func:`dask_ssl.solvers.graph.solve_graph_system` with weights and fidelities per column).
+The block preconditioner factors each block once per (``gamma_I``, ``mu``), with the held-out
+rows' fidelity as in the full fit (1), and leaves their few rows' difference to CG. A block
+whose factor would fill more than :data:`CV_FILL_BUDGET` times its entries is preconditioned by
+its diagonal instead: a pass applies the factor to every column, at about its fill in graph
+products each, so with dozens of columns arithmetic, not round trips, bounds the solve. The
+graphs that fill (text, close to expanders) are the ones plain CG solves in few passes; those
+that need the factor (chains of clusters, KDD99) fill 2-3 times and factor in a fraction of a
+second, so a factor per (``gamma_I``, ``mu``) costs little where one is made.
 ``class_balance`` only reweighs the solved scores, so its candidates cost no solve. The choice
 is :func:`._selection.choose` with the supervised candidate first: a graph candidate replaces
 it only when it errs less by more than one standard error.
@@ -51,6 +57,8 @@ SEED_GAMMA_I = 1.0
 CV_FOLDS = 4
 #: Relative residual of the cross-validation columns: enough to count their errors.
 CV_TOL = 1e-4
+#: Largest fill of a block the cross-validation's preconditioner factors (module docstring).
+CV_FILL_BUDGET = 5.0
 
 
 def graph_metric(X) -> str:
@@ -138,8 +146,8 @@ def select(solve, codes, fidelity, fold, priors, balance, gammas=AUTO_GAMMA_I, m
     Parameters
     ----------
     solve : callable
-        ``(gamma_I, a, B, a_precond) -> F``, each but ``B`` per column: one block CG on the
-        graph.
+        ``(gamma_I, a, B, a_precond) -> F``: one block CG on the graph, ``gamma_I`` and ``a``
+        per column, ``a_precond`` the fidelities its preconditioner factors.
     codes : ndarray of shape (n,)
         Class index per row, -1 unlabeled.
     fidelity : callable
@@ -181,6 +189,7 @@ def select(solve, codes, fidelity, fold, priors, balance, gammas=AUTO_GAMMA_I, m
                 B.append(targets(codes, labeled & ~held, a_f, priors[f]))
                 gamma += [g] * n_classes
                 a += [a_f] * n_classes
+                # one factor per block and (gamma_I, mu) (module docstring)
                 a_precond += [base] * n_classes
         F = solve(np.array(gamma), np.column_stack(a), np.hstack(B), np.column_stack(a_precond))
 

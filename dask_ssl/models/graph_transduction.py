@@ -331,11 +331,11 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         def fidelity(mu):
             return np.where(labeled | ~has_label[diag.labels], 1.0, mu)
 
-        def solve(gamma, a, B, tol=self.tol, X0=None, a_precond=None):
+        def solve(gamma, a, B, **options):
             return solve_graph_system(graph, a, B, gamma_I=gamma, normalized=self.normalized,
                                       p=self.p, partition=self.partition,
-                                      preconditioner=self.preconditioner, tol=tol,
-                                      max_iter=self.max_iter, X0=X0, a_precond=a_precond)
+                                      preconditioner=self.preconditioner,
+                                      max_iter=self.max_iter, **{"tol": self.tol, **options})
 
         fold = auto.folds(codes) if setting.select else None
         trains = [labeled & (fold != f) for f in range(auto.CV_FOLDS)] if setting.select else []
@@ -357,8 +357,9 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
                 return np.ones(n_classes) if shares is None else balance_weights(F, shares)
 
             chosen, selection = auto.select(
-                lambda gamma, a, B, a_precond: solve(gamma, a, B, tol=auto.CV_TOL,
-                                                     a_precond=a_precond).F,
+                lambda gamma, a, B, a_precond: solve(
+                    gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
+                    fill_budget=auto.CV_FILL_BUDGET).F,
                 codes, fidelity, fold, fold_priors, balance,
                 gammas=_candidates(self.gamma_I, auto.AUTO_GAMMA_I),
                 mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
