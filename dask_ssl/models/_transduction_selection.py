@@ -12,7 +12,8 @@ and ``mu`` of :data:`AUTO_MU`, ``class_balance`` None or ``"labeled"`` (the supe
 keeps None: it predicts as RLS does). ``mu`` matters because a prior score weighs as much as a
 label at ``mu = 1``: five labels per class among hundreds of prior scores hardly move them,
 and the graph then only smooths the prior (on two moons the error stays near 2% where the
-thesis method, ``mu = 0``, reaches 0.2%).
+thesis method, ``mu = 0``, reaches 0.2%). The cost is the columns: one per (``gamma_I``,
+``mu``, fold, class), each pass of the solve a product of all of them.
 
 They are scored by :data:`CV_FOLDS`-fold cross-validation on the labeled rows (:func:`folds`:
 stratified, each labeled row held out once; an unlabeled row is never scored). The prior of
@@ -43,14 +44,15 @@ from ..linalg.rowblocks import is_dask_array
 from ._selection import choose, table
 from .base import _block_scores
 
-#: Graph weights tried against the prior; 0 is the supervised candidate. With the normalized
-#: Laplacian (eigenvalues in [0, 2]) and ``mu = 1`` a weight below 1 leaves the prior nearly
-#: as it is, and one of 1000 smooths the scores over everything but the slowest modes.
-AUTO_GAMMA_I = (0.0, 1.0, 10.0, 100.0, 1000.0)
-#: Weights of the prior tried (``unlabeled_weight="auto"``): 1 weighs a prior score as a
-#: label; 0.01 lets the labels lead and the prior settle what they leave open; 0 drops the
-#: prior (the thesis method).
-AUTO_MU = (1.0, 0.01, 0.0)
+#: Graph weights tried against the prior; 0 is the supervised candidate. The normalized
+#: Laplacian's eigenvalues lie in [0, 2]: a weight of 1 already propagates the labels along
+#: the graph (the seeds' value), 100 smooths the scores over all but the slowest modes.
+AUTO_GAMMA_I = (0.0, 1.0, 10.0, 100.0)
+#: Weights of the prior tried (``unlabeled_weight="auto"``): 0.01 lets the labels lead and
+#: the prior settle what they leave open; 0 drops the prior (the thesis method). ``mu = 1``
+#: (a prior score weighs as a label) is not tried: a few labels among many prior scores then
+#: hardly move them (module docstring), and each value tried adds a column per fold and class.
+AUTO_MU = (0.01, 0.0)
 #: The seeds' graph weight (thesis ch. 5), kept where the labels are too few to choose.
 SEED_GAMMA_I = 1.0
 #: Folds of the labeled rows.
