@@ -146,3 +146,16 @@ def test_sparse_non_negative_rows_get_the_cosine_graph():
     signed = counts.copy()
     signed.data -= 0.5
     assert auto.graph_metric(signed) == "euclidean"
+
+
+def test_a_model_with_its_prior_pickles(client, linear_labels):
+    import pickle
+
+    X, _, ys = linear_labels
+    # the session client is the default one: a Client given as a parameter would not pickle
+    gt = GraphTransduction(gamma_I=10.0, unlabeled_weight=0.01, class_balance=None,
+                           random_state=0).fit(X, ys)
+    back = pickle.loads(pickle.dumps(gt))
+    assert back.prior_ is not None
+    np.testing.assert_array_equal(back.predict_proba(X[:30] + 0.01),
+                                  gt.predict_proba(X[:30] + 0.01))

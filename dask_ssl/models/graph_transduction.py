@@ -343,7 +343,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         if setting.prior is not None:
             rows = np.flatnonzero(labeled)
             Xl = auto.labeled_rows(X, rows)
-            models = [RLS(client=client).fit(Xl[train[rows]], codes[rows][train[rows]])
+            models = [RLS(client=self.client).fit(Xl[train[rows]], codes[rows][train[rows]])
                       for train in [labeled, *trains]]
             S, *fold_priors = auto.prior_scores(models, X)
             prior_model = models[0]
