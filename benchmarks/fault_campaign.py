@@ -138,7 +138,7 @@ def graph_objective(est, M, codes) -> float:
     Ybar = np.zeros_like(F)
     lab = np.flatnonzero(codes >= 0)
     Ybar[lab, codes[lab]] = 1.0
-    return float(0.5 * est.gamma_I * np.sum(F * (M @ F)) + 0.5 * np.sum((F[lab] - Ybar[lab]) ** 2))
+    return float(0.5 * est.gamma_I_ * np.sum(F * (M @ F)) + 0.5 * np.sum((F[lab] - Ybar[lab]) ** 2))
 
 
 @dataclass
@@ -181,7 +181,10 @@ def worker_kill_table():
     return [
         WorkerKill("TSVM", TSVM, s3vm, checkpoint=True),
         WorkerKill("DAS3VM", DAS3VM, dict(s3vm, initial_temperature=0.4), checkpoint=True),
-        WorkerKill("GraphTransduction", GraphTransduction, dict(n_neighbors=10, random_state=0)),
+        # the thesis method, whose objective graph_objective computes
+        WorkerKill("GraphTransduction", GraphTransduction,
+                   dict(gamma_I=1.0, prior=None, unlabeled_weight=0.0, class_balance=None,
+                        n_neighbors=10, random_state=0)),
         WorkerKill("LinearLapRLS", LinearLapRLS, dict(random_state=0)),
         WorkerKill("LapRLS-primal", LapRLS, dict(solver="primal", random_state=0)),
     ]

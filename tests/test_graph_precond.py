@@ -247,8 +247,9 @@ def test_transduction_gives_unlabeled_components_zero(client, mu):
     X = np.vstack([X, blob])
     ys = np.full(200, -1)
     ys[[np.flatnonzero(y == 0)[0], np.flatnonzero(y == 1)[0]]] = [0, 1]
-    est = GraphTransduction(n_neighbors=6, unlabeled_weight=mu, tol=1e-10, client=client,
-                            n_blocks=2, random_state=0)
+    est = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=mu, class_balance=None,
+                            n_neighbors=6, tol=1e-10, client=client, n_blocks=2,
+                            random_state=0)
     gt = est.fit(X, ys)
     W = gt.graph_.to_scipy()
     moons = np.arange(160)
@@ -260,7 +261,8 @@ def test_transduction_gives_unlabeled_components_zero(client, mu):
     L = laplacian(W[:160, :160].toarray(), normed=True)
     exact = np.linalg.solve(L + np.diag(np.where(ys[:160] >= 0, 1.0, mu)), Ybar)
     np.testing.assert_allclose(gt.scores_[:160], exact, atol=1e-8)
-    plain = GraphTransduction(n_neighbors=6, unlabeled_weight=mu, tol=1e-10, client=client,
+    plain = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=mu, class_balance=None,
+                              n_neighbors=6, tol=1e-10, client=client,
                               preconditioner=None).fit(X, ys, graph=gt.graph_)
     np.testing.assert_allclose(plain.scores_, gt.scores_, atol=1e-7)
     assert gt.n_iter_ < plain.n_iter_
@@ -300,7 +302,8 @@ def test_local_scaling_weights(client):
 
     ys = np.full(200, -1)
     ys[[0, 160]] = [0, 1]
-    gt = GraphTransduction(n_neighbors=k, t="local", client=client, n_blocks=2).fit(X, ys)
+    gt = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=0.0, class_balance=None,
+                           n_neighbors=k, t="local", client=client, n_blocks=2).fit(X, ys)
     assert gt.graph_.t == "local"
     np.testing.assert_array_equal(gt.predict(X[[5, 170]] + 1e-3), [0, 1])
 

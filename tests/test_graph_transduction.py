@@ -15,6 +15,11 @@ from dask_ssl.linalg.block_cg import LocalSystem, block_cg
 from dask_ssl.linalg.rowblocks import RowBlocks
 from dask_ssl.models.graph_transduction import GraphTransduction, balance_weights
 
+#: The thesis method (ch. 5): no prior, unlabeled rows free (mu = 0), largest score, the
+#: seeds' graph; set where a test checks that method rather than the selected default.
+THESIS = dict(prior=None, unlabeled_weight=0.0, class_balance=None, metric="euclidean",
+              weights="heat")
+
 
 @pytest.fixture(scope="module")
 def moons():
@@ -57,6 +62,29 @@ def test_distributed_block_cg_equals_dense_solve(client, moons, partition):
     np.testing.assert_allclose(X_cg, np.linalg.solve(A, B), atol=1e-7)
 
 
+@pytest.mark.parametrize("preconditioner", [None, "block"])
+def test_columns_with_their_own_weights_and_fidelities(client, moons, preconditioner):
+    """A grid of graph weights and per-column fidelities in one block CG: each column equals
+    its own dense solve; with a shared preconditioner fidelity too (``a_precond``)."""
+    from dask_ssl.solvers.graph import solve_graph_system
+
+    X, _ = moons
+    graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=3), 8)
+    L = laplacian(graph.to_scipy().toarray(), normed=True)
+    rng = np.random.default_rng(4)
+    gamma = np.array([0.5, 0.5, 10.0, 10.0, 10.0])
+    base = np.where(np.arange(400) % 5 == 0, 1.0, 0.2)
+    a = np.column_stack([base, base, base, np.where(np.arange(400) % 10 == 0, 0.2, base),
+                         np.full(400, 0.05)])
+    B = rng.standard_normal((400, 5))
+    sol = solve_graph_system(graph, a, B, gamma_I=gamma, preconditioner=preconditioner,
+                             tol=1e-10, a_precond=np.column_stack([base] * 4 + [a[:, 4]]))
+    assert sol.cg.converged.all()
+    for j in range(5):
+        dense = np.linalg.solve(gamma[j] * L + np.diag(a[:, j]), B[:, j])
+        np.testing.assert_allclose(sol.F[:, j], dense, atol=1e-7)
+
+
 @pytest.mark.parametrize("power,n_blocks", [(1, 4), (3, 2)])
 def test_seeded_distributed_cg_follows_the_dense_recurrence(client, moons, power, n_blocks):
     """Halo values kept on the driver are the workers' own: same residual path as in memory."""
@@ -85,8 +113,8 @@ def test_matches_label_spreading_fixed_point(client, moons):
     lab = rng.choice(400, 40, replace=False)
     ys[lab] = y[lab]
     alpha = 0.9
-    gt = GraphTransduction(gamma_I=alpha / (1 - alpha), unlabeled_weight=1.0, tol=1e-10,
-                           client=client, n_blocks=2).fit(X, ys)
+    gt = GraphTransduction(**{**THESIS, "unlabeled_weight": 1.0}, gamma_I=alpha / (1 - alpha),
+                           tol=1e-10, client=client, n_blocks=2).fit(X, ys)
     W = gt.graph_.to_scipy()
     ls = LabelSpreading(kernel=lambda A, B: W, alpha=alpha, max_iter=5000, tol=1e-12).fit(X, ys)
     np.testing.assert_allclose(gt.label_distributions_, ls.label_distributions_, atol=1e-6)
@@ -98,7 +126,7 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     X, y = two_moons(n=200, noise=0.1, seed=0)
     y = (np.asarray(y) > 0).astype(int)
     ys = _one_label_per_class(y)
-    gt = GraphTransduction(gamma_I=1.0, n_neighbors=10, tol=1e-4, client=client,
+    gt = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=10, tol=1e-4, client=client,
                            random_state=0).fit(X, ys)
     ours = np.mean(gt.transduction_ != y)
     ls = LabelSpreading(kernel="knn", n_neighbors=10).fit(X, ys)
@@ -115,7 +143,8 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
     # Reusing the graph and seeding with the solution: same answer, hardly any work.
-    again = GraphTransduction(gamma_I=1.0, n_neighbors=10, tol=1e-4, client=client).fit(
+    again = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=10, tol=1e-4,
+                              client=client).fit(
         X, ys, graph=gt.graph_, scores_init=gt.scores_)
     assert again.n_iter_ <= 1
     np.testing.assert_allclose(again.scores_, gt.scores_, atol=1e-3)
@@ -139,8 +168,8 @@ def test_class_balance_cuts_the_ranking_at_the_labeled_shares(client, moons):
         ys = np.full(400, -1)
         for c in (0, 1):
             ys[rng.choice(np.flatnonzero(y == c), 2, replace=False)] = c
-        gt = GraphTransduction(gamma_I=1.0, class_balance="labeled", tol=1e-10, client=client,
-                               n_blocks=2).fit(X, ys)
+        gt = GraphTransduction(**{**THESIS, "class_balance": "labeled"}, gamma_I=1.0,
+                               tol=1e-10, client=client, n_blocks=2).fit(X, ys)
         unl = ys < 0
         F = _dense_scores(gt, ys)
         share = F[unl, 1] / F[unl].sum(axis=1)
@@ -158,10 +187,11 @@ def test_class_balance_cuts_the_ranking_at_the_labeled_shares(client, moons):
         np.testing.assert_array_equal(gt.classes_[(S > 0).astype(int)], gt.predict(X[:50]))
     assert np.mean(balanced_errors) < np.mean(raw_errors), (balanced_errors, raw_errors)
 
-    shares = GraphTransduction(gamma_I=1.0, class_balance=[0.3, 0.7], tol=1e-10, client=client,
-                               n_blocks=2).fit(X, ys)
+    shares = GraphTransduction(**{**THESIS, "class_balance": [0.3, 0.7]}, gamma_I=1.0,
+                               tol=1e-10, client=client, n_blocks=2).fit(X, ys)
     assert np.sum(shares.transduction_[ys < 0] == 1) == round(0.7 * np.sum(ys < 0))
-    off = GraphTransduction(gamma_I=1.0, tol=1e-10, client=client, n_blocks=2).fit(X, ys)
+    off = GraphTransduction(**THESIS, gamma_I=1.0, tol=1e-10, client=client,
+                            n_blocks=2).fit(X, ys)
     np.testing.assert_array_equal(off.class_weights_, [1.0, 1.0])
     np.testing.assert_array_equal(off.transduction_, np.argmax(off.scores_, axis=1))
 
@@ -178,7 +208,12 @@ def test_balance_weights_give_many_classes_their_shares():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"gamma_I": 0.0}, "gamma_I"),
+    ({"gamma_I": 0.0}, "gamma_I=0 needs a prior"),
+    ({"gamma_I": 0.0, "prior": None}, "gamma_I=0 needs a prior"),
+    ({"gamma_I": -1.0}, "'gamma_I' parameter of"),
+    ({"prior": "svm"}, "'prior' parameter of"),
+    ({"prior": "rls", "unlabeled_weight": 0.0}, "prior='rls' needs unlabeled_weight > 0"),
+    ({"metric": "euclidean", "weights": "cosine"}, "needs metric='cosine'"),
     ({"p": 0}, "'p' parameter of"),
     ({"n_neighbors": 2.5}, "n_neighbors"),
     ({"weights": "gauss"}, "weights"),
@@ -202,7 +237,7 @@ def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(clie
     X = np.random.default_rng(0).random((30, 2))
     y = np.r_[0, 1, [-1] * 28]
     with pytest.warns(UserWarning) as record:
-        gt = GraphTransduction(n_neighbors=30, client=client).fit(X, y)
+        gt = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=30, client=client).fit(X, y)
     messages = [str(w.message) for w in record if "n_neighbors" in str(w.message)]
     assert messages == ["n_neighbors=30 needs more than 30 rows; the graph on 30 rows uses "
                         "n_neighbors=29 (every other row a neighbour)"]
@@ -216,7 +251,8 @@ def test_pickled_model_places_new_rows_without_the_fit_workers(client, moons):
     unpickled model's exact search is the fit's own below build_knn's exact_below."""
     X, y = moons
     # the session client is the default one: a Client given as a parameter would not pickle
-    gt = GraphTransduction(t="local", n_blocks=2).fit(X, _one_label_per_class(y))
+    gt = GraphTransduction(**THESIS, gamma_I=1.0, t="local", n_blocks=2).fit(
+        X, _one_label_per_class(y))
     back = pickle.loads(pickle.dumps(gt))
     assert not hasattr(back, "graph_")
     Xt = X[:50] + 0.01
@@ -230,7 +266,7 @@ def test_pickled_model_places_new_rows_without_the_fit_workers(client, moons):
 def test_bad_data(client):
     X = np.random.default_rng(0).random((30, 2))
     y = np.r_[0, 1, [-1] * 28]
-    est = GraphTransduction(n_neighbors=5, client=client)
+    est = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=5, client=client)
     bad = X.copy()
     bad[4, 1] = np.nan
     with pytest.raises(ValueError, match="non-finite value"):

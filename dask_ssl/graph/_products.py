@@ -62,7 +62,6 @@ def finish(indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
 {zero}
     for i in range(q.shape[0]):
 {row}
-        ai = a[i, 0]
 {finish}
 {total}
 """
@@ -84,7 +83,7 @@ def column_kernels(start, stop):
         update1="\n".join(f"            a{t} -= w * v[j, {t}]" for t in cols),
         total="\n".join(f"        a{t} += b{t}" for t in cols))
     finish = "\n".join(
-        f"        q{t} = gamma * a{t} + ai * pv[i, {t}]\n"
+        f"        q{t} = gamma[{t}] * a{t} + a[i, {t}] * pv[i, {t}]\n"
         f"        q[i, {t}] = q{t}\n"
         f"        pq{t} += pv[i, {t}] * q{t}\n"
         f"        rq{t} += r[i, {t}] * q{t}\n"
@@ -202,13 +201,17 @@ def cg_update(x, r, p, q, alpha, beta, active, rr):
 def apply_finish(A, d, x, pieces, gamma, a, pv, r, q):
     """``q = gamma (d x - A v) + a pv`` with ``v = [x; pieces...]`` (the last step of the CG
     product ``q = (gamma L^p + diag(a)) pv``: ``x = L^(p-1) pv``), in one pass over the rows;
-    fills ``q`` and returns the column sums ``(pv.q, r.q, q.q)``."""
+    fills ``q`` and returns the column sums ``(pv.q, r.q, q.q)``. ``gamma`` (a float or one per
+    column) and ``a`` (``n_b x 1`` or one column per column) are the same for every column or
+    one per column (a grid of weights and folds solved together)."""
     indptr, indices, data, d, v = _block_arrays(A, d, x, pieces)
     c = v.shape[1]
+    gamma = np.ascontiguousarray(np.broadcast_to(np.asarray(gamma, np.float64), (c,)))
+    a = np.broadcast_to(a, (a.shape[0], c))
     sums = np.empty((3, c))
     for cols in _slices(c):
         _, finish = column_kernels(cols.start, cols.stop)
-        _vectorized_call(finish, indptr, indices, data, d, v, float(gamma), a, pv, r, q, sums)
+        _vectorized_call(finish, indptr, indices, data, d, v, gamma, a, pv, r, q, sums)
     return sums[0], sums[1], sums[2]
 
 

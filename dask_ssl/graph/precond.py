@@ -134,18 +134,53 @@ class _Diagonal:
         return V * (self.inverse if V.ndim == 1 else self.inverse[:, None])
 
 
-def factor_block(A, d, a, gamma: float, p: int):
+def factor_block(A, d, a, gamma: float, p: int, fill_budget: float | None = None):
     """A block's preconditioner (:func:`block_matrix`, shifted by :data:`SHIFT`): its sparse
-    LU in nested dissection order, or its diagonal past :data:`FILL_BUDGET`; ``.solve(V)``
-    applies its (approximate) inverse to an ``n_b x c`` array."""
+    LU in nested dissection order, or its diagonal past ``fill_budget`` (None:
+    :data:`FILL_BUDGET`, read when called); ``.solve(V)`` applies its (approximate) inverse to an
+    ``n_b x c`` array."""
     P = block_matrix(A, d, a, gamma, p)
     scale = P.diagonal().max(initial=0.0)
     shift = SHIFT * (scale if scale > 0 else 1.0)
     P = (P + shift * sp.identity(P.shape[0], format="csc")).tocsr()
     order = nested_dissection(P)
     Q = P[order][:, order].tocsr()
-    budget = FILL_BUDGET * P.nnz
+    budget = (FILL_BUDGET if fill_budget is None else fill_budget) * P.nnz
     if _factor_entries(Q.indptr.astype(np.int64), Q.indices.astype(np.int64),
                        int(min(budget, 2**62))) > budget:
         return _Diagonal(P)
     return _OrderedLU(Q, order)
+
+
+class _ColumnGroups:
+    """Block preconditioners of columns solved with different graph weights or fidelities:
+    one factor per distinct pair, each applied to its own columns (``.solve(V)``)."""
+
+    def __init__(self, factors, groups):
+        self.factors, self.groups = factors, groups
+
+    def solve(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        out = np.empty_like(V)
+        for factor, cols in zip(self.factors, self.groups):
+            out[:, cols] = factor.solve(V[:, cols])
+        return out
+
+
+def factor_columns(A, d, a, gamma, p: int, fill_budget: float | None = None):
+    """:func:`factor_block` for a system whose columns may carry different graph weights and
+    fidelities (``gamma`` a float or one per column, ``a`` of shape ``n_b x 1`` or one column
+    per column): one factor per distinct pair on this block (``fill_budget`` as in
+    :func:`factor_block`)."""
+    a = np.asarray(a, np.float64).reshape(np.shape(a)[0], -1)
+    gamma = np.atleast_1d(np.asarray(gamma, np.float64))
+    n_cols = max(gamma.size, a.shape[1])
+    keys = np.vstack([np.broadcast_to(gamma, (n_cols,)),
+                      np.broadcast_to(a, (a.shape[0], n_cols))]).T
+    values, which = np.unique(keys, axis=0, return_inverse=True)
+    which = np.ravel(which)
+    if len(values) == 1:
+        return factor_block(A, d, values[0, 1:], float(values[0, 0]), p, fill_budget)
+    return _ColumnGroups([factor_block(A, d, v[1:], float(v[0]), p, fill_budget)
+                          for v in values],
+                         [np.flatnonzero(which == j) for j in range(len(values))])

@@ -30,19 +30,20 @@ from ..linalg import workerstate
 from ..linalg.block_cg import Reductions
 from ._products import cg_update, pcg_update
 from .laplacian import LaplacianOperator, apply_block, finish_block, inner_rows, to_inner
-from .precond import check_preconditioner, factor_block
+from .precond import check_preconditioner, factor_columns
 
 
 def _colsum(u, v):
     return np.einsum("ij,ij->j", u, v)
 
 
-def _load(i, W, b, a, x, send, store, token, gamma, p, precond):
+def _load(i, W, b, a, pa, x, send, store, token, gamma, p, precond, fill_budget):
     s = {"b": to_inner(i, token, b), "a": to_inner(i, token, a), "x": to_inner(i, token, x),
          "send": inner_rows(i, token, send)}
     if precond:
         st = workerstate.get(token, i)
-        s["lu"] = factor_block(st["A"], st["d"], s["a"], gamma, p)
+        s["lu"] = factor_columns(st["A"], st["d"], to_inner(i, token, pa), gamma, p,
+                                 fill_budget)
     workerstate.put(store, i, s)
 
 
@@ -120,10 +121,13 @@ class GraphSystem:
     ----------
     op : LaplacianOperator
         ``M``.
-    gamma : float
-        Weight of ``M`` (gamma_I in graph transduction).
-    a : ndarray of shape (n,)
-        Diagonal fidelity weights, ``a >= 0``; ``gamma M + diag(a)`` must be positive definite
+    gamma : float or ndarray of shape (c,)
+        Weight of ``M`` (gamma_I in graph transduction), for every column or one per column:
+        a grid of weights is columns of one solve (the block preconditioner then factors each
+        block once per distinct weight).
+    a : ndarray of shape (n,) or (n, c)
+        Diagonal fidelity weights, ``a >= 0``, for every column or one set per column;
+        ``gamma M + diag(a)`` must be positive definite
         on the columns solved (every component of the graph needs a row with ``a > 0``), or
         ``B`` must vanish on the components where it is singular (CG then leaves ``X0`` there).
     B : ndarray of shape (n, c)
@@ -133,19 +137,32 @@ class GraphSystem:
         ``"block"``: block Jacobi, each block's own rows of ``gamma L^p + diag(a)`` (with ``L^p``'s
         block taken as ``(L_bb)^p``) factored on its worker (:mod:`dask_ssl.graph.precond`);
         exact where no edge crosses the blocks. None: plain CG.
+    a_precond : ndarray of shape (n,) or (n, c), optional
+        The fidelity weights the preconditioner factors (default ``a``): columns whose ``a``
+        differ on a few rows (folds of the labeled rows) can share one factor per block,
+        which stays symmetric positive definite and leaves those rows' difference to CG.
+    fill_budget : float, optional
+        Largest fill of a block factored exactly (a block past it is preconditioned by its
+        diagonal); default :data:`~dask_ssl.graph.precond.FILL_BUDGET`. Applying a factor
+        costs about its fill in products per column and pass, so a solve of many columns,
+        bound by arithmetic rather than round trips, may ask for less.
     """
 
-    def __init__(self, op: LaplacianOperator, gamma: float, a, B, X0=None, *,
-                 preconditioner=None):
+    def __init__(self, op: LaplacianOperator, gamma, a, B, X0=None, *,
+                 preconditioner=None, a_precond=None, fill_budget=None):
         check_preconditioner(preconditioner)
-        self.op, self.gamma = op, float(gamma)
+        self.op = op
         self.preconditioned = preconditioner is not None
         self.W = W = op.W
         B = op.to_block_order(np.asarray(B, dtype=np.float64))
         self.n_cols = B.shape[1]
+        self.gamma = np.broadcast_to(np.asarray(gamma, dtype=np.float64), (self.n_cols,)).copy()
         self.seeded = X0 is not None
         X0 = np.zeros_like(B) if X0 is None else op.to_block_order(np.asarray(X0, np.float64))
-        a = op.to_block_order(np.asarray(a, dtype=np.float64).reshape(-1, 1))
+        a = np.asarray(a, dtype=np.float64)
+        pa = a if a_precond is None else np.asarray(a_precond, dtype=np.float64)
+        a = op.to_block_order(a.reshape(a.shape[0], -1))
+        pa = op.to_block_order(pa.reshape(pa.shape[0], -1))
         nb = W.n_blocks
         # send[c]: rows of block c in any halo; where[b][c]: block b's halo rows from c, as
         # positions in send[c].
@@ -156,8 +173,9 @@ class GraphSystem:
                       for b in range(nb)]
         self.store = "cg-" + uuid.uuid4().hex[:12]
         sl = W.block_slices()
-        W.call(_load, self.store, op.token, self.gamma, op.p, self.preconditioned,
-               per_block=[(B[s], a[s], X0[s], self.send[c]) for c, s in enumerate(sl)])
+        W.call(_load, self.store, op.token, self.gamma, op.p, self.preconditioned, fill_budget,
+               per_block=[(B[s], a[s], pa[s] if self.preconditioned else None, X0[s],
+                           self.send[c]) for c, s in enumerate(sl)])
         self._x_send = [X0[s][self.send[c]] for c, s in enumerate(sl)]
         self._b_send = [B[s][self.send[c]] for c, s in enumerate(sl)]
 

@@ -40,6 +40,7 @@ SHARED = {
     "pos_fraction": [Interval(Real, 0, 1, closed="neither"), None],
     "max_switches": [COUNT, None],
     "unlabeled_weight": [NON_NEGATIVE],
+    "prior": [StrOptions({"auto", "rls"}), None],
     "class_balance": [None, StrOptions({"labeled"}), "array-like"],
     "graph_normalization": [StrOptions(set(GRAPH_NORMALIZATIONS))],
     "loss": [StrOptions({"squared", "squared_hinge", "hinge"})],

@@ -41,10 +41,12 @@ def clip_n_neighbors(n_neighbors: int, n_rows):
     return int(ks[0]) if np.ndim(n_rows) == 0 else [int(k) for k in ks]
 
 
-def estimator_graph(est, blocks, n_neighbors: int) -> Graph:
+def estimator_graph(est, blocks, n_neighbors: int, *, metric=None, weights=None) -> Graph:
     """``est``'s kNN graph on the row blocks ``blocks`` with ``n_neighbors`` per row (see
-    :func:`clip_n_neighbors`), built on the workers (:func:`dask_ssl.graph.knn_graph`)."""
-    return knn_graph(blocks, n_neighbors, metric=est.metric, weights=est.weights, t=est.t,
+    :func:`clip_n_neighbors`), built on the workers (:func:`dask_ssl.graph.knn_graph`);
+    ``metric`` and ``weights`` replace ``est``'s where it resolved them (``"auto"``)."""
+    return knn_graph(blocks, n_neighbors, metric=metric or est.metric,
+                     weights=weights or est.weights, t=est.t,
                      symmetrize=est.symmetrize, search_epsilon=est.search_epsilon,
                      random_state=est.random_state)
 

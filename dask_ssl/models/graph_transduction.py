@@ -1,18 +1,24 @@
 """Graph transduction (Sindhwani's thesis, ch. 5): smooth label scores over a kNN graph.
 
-Solves ``(gamma_I M + I_L + mu I_U) F = Ybar`` for all classes at once with block CG on the
-workers, ``M = L^p`` the (normalized) graph Laplacian, ``Ybar`` the one-hot labels on labeled rows
-and 0 elsewhere. With ``mu = 0`` this is the thesis' graph transduction (the f-step of the slack
-method with nu = 0, and the first half of the fully decoupled method); with ``mu = 1``,
-``M`` the normalized Laplacian and ``gamma_I = alpha / (1 - alpha)`` it is the fixed point of
-scikit-learn's ``LabelSpreading(alpha)`` on the same graph, times ``1 / (1 - alpha)``.
+Solves ``(gamma_I M + I_L + mu I_U) F = Ybar + mu S_U`` for all classes at once with block CG on
+the workers, ``M = L^p`` the (normalized) graph Laplacian, ``Ybar`` the one-hot labels on labeled
+rows and 0 elsewhere, ``S`` a supervised prior (RLS fitted on the labeled rows, its scores on
+the 0/1 scale of ``Ybar``; :mod:`._transduction_selection`) or 0. Without a prior and with
+``mu = 0`` this is the thesis' graph transduction (the f-step of the slack method with nu = 0,
+and the first half of the fully decoupled method); without a prior, with ``mu = 1``, ``M`` the
+normalized Laplacian and ``gamma_I = alpha / (1 - alpha)`` it is the fixed point of
+scikit-learn's ``LabelSpreading(alpha)`` on the same graph, times ``1 / (1 - alpha)``. With a
+prior, ``gamma_I = 0`` gives the unlabeled rows the supervised model's labels, and the default
+chooses ``gamma_I``, ``mu`` and ``class_balance`` on the labeled rows, keeping the supervised
+model unless a graph setting errs less by more than the noise of the estimate.
 
-Rows of a connected component without any labeled row have ``Ybar = 0``: their scores are 0 for
-every ``mu > 0``, and for ``mu = 0`` the system is singular there (any multiple of the
-component's null vector solves it) and 0 is its minimum-norm solution. Such rows get fidelity 1
-instead of ``mu``, which leaves every other row's scores unchanged (no edge leaves a component),
-makes the system nonsingular and keeps a warm start from carrying old values there: their
-scores are 0, their ``label_distributions_`` rows zero.
+Rows of a connected component without any labeled row have ``Ybar = 0``: without a prior their
+scores are 0 for every ``mu > 0``, and for ``mu = 0`` the system is singular there (any
+multiple of the component's null vector solves it) and 0 is its minimum-norm solution. Such
+rows get fidelity 1 instead of ``mu``, which leaves every other row's scores unchanged (no edge
+leaves a component), makes the system nonsingular and keeps a warm start from carrying old
+values there: their scores are 0, their ``label_distributions_`` rows zero; with a prior they
+are the prior smoothed over their component.
 
 With few labels the largest score per row can pick one class almost everywhere. On a graph
 close to an expander (a text kNN graph) a walk from an unlabeled row mixes before it meets a
@@ -31,6 +37,7 @@ narrow band.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -40,32 +47,55 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import DriverRows, query_knn
-from ..graph.weights import LOCAL, Graph, edge_weights, query_widths
+from ..graph.weights import LOCAL, Graph, check_graph_params, edge_weights, query_widths
 from ..linalg.recovery import solve_with_restarts
 from ..solvers.graph import solve_graph_system
+from . import _transduction_selection as auto
 from ._clone import SharesClient
-from ._constraints import POSITIVE, constraints, validate
-from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
+from ._constraints import AUTO, NON_NEGATIVE, SHARED, constraints, validate
+from ._graph_seam import clip_n_neighbors, estimator_graph
 from ._input import check_finite_local, fit_input, to_blocks
+from ._selection import enough_labels, warn_unchecked
+from .rls import RLS
 
 
 class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
-    """Graph transduction with block CG on a distributed kNN graph.
+    """Graph transduction with block CG on a distributed kNN graph, on a supervised prior.
+
+    Solves ``(gamma_I M + I_L + mu I_U) F = Ybar + mu S_U``: ``S`` is the prior, RLS fitted on
+    the labeled rows (its scores on the 0/1 scale of ``Ybar``; ``prior=None``: ``S = 0``, the
+    thesis method). ``gamma_I = 0`` gives the unlabeled rows RLS's labels; a larger weight
+    lets the graph carry the labels further. By default ``gamma_I``, ``class_balance``,
+    ``metric`` and ``weights`` are ``"auto"``: the graph settings by the data, the others by
+    cross-validation on the labeled rows, where a graph candidate replaces the supervised one
+    only when it errs less by more than one standard error (:mod:`._transduction_selection`).
 
     Parameters
     ----------
-    gamma_I : float, default 1.0
+    gamma_I : float or "auto", default "auto"
         Weight of the graph term: thesis ch. 5 gamma_I in ``gamma_I/2 f^T M f + sum_l 1/2
-        (y_i - f_i)^2`` (no 1/(u+l)^2 factor, as in ch. 5).
+        (y_i - f_i)^2 + sum_u mu/2 (f_i - s_i)^2`` (no 1/(u+l)^2 factor, as in ch. 5). 0 (with
+        a prior): the supervised model. ``"auto"``: chosen among
+        :data:`~._transduction_selection.AUTO_GAMMA_I` (0 included) on the labeled rows; with
+        fewer than 5 labeled rows in a class, or without a prior, the seeds' 1.0.
+    prior : {"auto", "rls"} or None, default "auto"
+        The unlabeled rows' targets ``S_U``: ``"rls"``, the one-vs-rest scores of
+        :class:`~dask_ssl.models.RLS` (default parameters) fitted on the labeled rows, mapped
+        to 0/1 class scores (``(1 + o) / 2``); None, 0 (the thesis method). ``"auto"``:
+        ``"rls"`` when every class has at least 5 labeled rows and ``unlabeled_weight`` is not
+        0, else None.
     n_neighbors : int, default 10
         k of the kNN graph (the seeds' ``nn``); at most n - 1 on n rows (with a warning).
-    metric : {"euclidean", "cosine"}, default "euclidean"
-    weights : {"heat", "binary", "cosine"}, default "heat"
-        Edge weights: heat kernel ``exp(-d^2/4t)``, 1, or cosine similarity.
+    metric : {"auto", "euclidean", "cosine"}, default "auto"
+        ``"auto"``: ``"cosine"`` for sparse rows with no negative entry (term counts, tf-idf),
+        else ``"euclidean"`` (or ``"cosine"`` when ``weights="cosine"``).
+    weights : {"auto", "heat", "binary", "cosine"}, default "auto"
+        Edge weights: heat kernel ``exp(-d^2/4t)``, 1, or cosine similarity. ``"auto"``:
+        ``"cosine"`` with the cosine metric, else ``"heat"``.
     t : float or "local", optional
         Heat-kernel width t; default ``mean(edge length^2) / 4``. ``"local"``: a width per row
         from its k-th neighbour's distance, ``exp(-d_ij^2 / (s_i s_j))`` (local scaling;
-        :mod:`dask_ssl.graph.weights`).
+        :mod:`dask_ssl.graph.weights`). Not selected: every candidate shares one graph.
     symmetrize : {"max", "mean", "mutual"}, default "max"
     normalized : bool, default True
         Use ``D^-1/2 L D^-1/2`` (the seeds' experiments) instead of ``L = D - W``.
@@ -76,16 +106,20 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         minimum edge cut (:mod:`dask_ssl.graph.partition`), so that a pass moves few halo rows;
         None keeps the data's blocks. Both solve the same system (in another summation order,
         so the two agree to the CG tolerance, not bit for bit).
-    unlabeled_weight : float, default 0.0
-        mu, the pull of unlabeled scores towards 0 (``mu I_U``); 0 is the thesis method, 1
-        reproduces LabelSpreading's fixed point. Components without a labeled row use 1 (see
-        the module docstring; their scores are 0 either way).
-    class_balance : None, "labeled" or array-like of shape (n_classes,), default None
+    unlabeled_weight : float or "auto", default "auto"
+        mu, the pull of unlabeled scores towards the prior (towards 0 without one): 1 weighs
+        a prior score as a label, 0 drops the prior (the thesis method); with ``prior=None``,
+        1 reproduces LabelSpreading's fixed point. ``"auto"``: chosen with ``gamma_I`` among
+        :data:`~._transduction_selection.AUTO_MU`; where nothing is chosen, 1 with a prior and
+        0 without. Components without a labeled row use 1 (see the module docstring).
+    class_balance : "auto", None, "labeled" or array-like of shape (n_classes,), default "auto"
         None: each row's class is its largest score (the thesis method). ``"labeled"``: the
         unlabeled rows are shared among the classes as the labeled rows are; an array: in
         these shares (``classes_`` order, positive, summing to 1; the S3VMs' ``pos_fraction``
         for two classes). Decisions are then by ``class_weights_ * F`` (see the module
         docstring): ``transduction_``, ``label_distributions_`` and everything predicted.
+        ``"auto"``: None or ``"labeled"``, chosen with ``gamma_I`` (the supervised candidate
+        keeps None: it predicts as the prior does); None where nothing is chosen.
     preconditioner : {"block", None}, default "block"
         ``"block"``: block-Jacobi preconditioned CG, each worker's rows of the system factored
         where they lie (:mod:`dask_ssl.graph.precond`); with METIS blocks that no edge crosses
@@ -109,6 +143,14 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
     classes_ : ndarray
     scores_ : ndarray of shape (n, n_classes)
         F, the solution of the system, per training row and class.
+    gamma_I_, unlabeled_weight_, class_balance_, metric_, weights_, prior_kind_
+        The settings fitted (``"auto"`` resolved).
+    prior_ : RLS or None
+        The prior, fitted on the labeled rows.
+    selection_ : list of dict or None
+        Per candidate its ``gamma_I``, ``unlabeled_weight``, ``class_balance``, held-out
+        errors and whether it was chosen (:func:`._selection.table`); None when nothing was
+        selected.
     class_weights_ : ndarray of shape (n_classes,)
         The weight of each class's scores in every decision, largest 1: with ``class_balance``
         the weights that give the unlabeled rows those shares, else ones.
@@ -119,7 +161,8 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
     n_neighbors_ : int
         The k used: ``n_neighbors``, or n - 1 on fewer rows.
     n_iter_ : int
-        Block-CG passes until the last class converged.
+        Block-CG passes of the final system until the last class converged (0 at
+        ``gamma_I_ = 0``, where the system is diagonal).
     history_ : list of ndarray
         Relative residual per class after each pass.
     graph_ : Graph
@@ -131,13 +174,14 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
     diagnostics_ : GraphDiagnostics
     """
 
-    def __init__(self, *, gamma_I=1.0, n_neighbors=10, metric="euclidean", weights="heat",
-                 t=None, symmetrize="max", normalized=True, p=1, partition="metis",
-                 unlabeled_weight=0.0, class_balance=None, preconditioner="block",
-                 tol=1e-6, max_iter=2000,
+    def __init__(self, *, gamma_I="auto", prior="auto", n_neighbors=10, metric="auto",
+                 weights="auto", t=None, symmetrize="max", normalized=True, p=1,
+                 partition="metis", unlabeled_weight="auto", class_balance="auto",
+                 preconditioner="block", tol=1e-6, max_iter=2000,
                  search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
                  random_state=None):
         self.gamma_I = gamma_I
+        self.prior = prior
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.weights = weights
@@ -162,16 +206,40 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    _parameter_constraints = constraints(__init__, gamma_I=[POSITIVE])
+    _parameter_constraints = constraints(
+        __init__, unlabeled_weight=[NON_NEGATIVE, AUTO],
+        metric=[SHARED["metric"][0], AUTO], weights=[SHARED["weights"][0], AUTO],
+        class_balance=[*SHARED["class_balance"], AUTO])
 
     def _check_params(self):
-        """Every hyperparameter against its declared constraint, then the graph settings
-        together. Runs first in ``fit``, before any work."""
+        """Every hyperparameter against its declared constraint, then the settings that do
+        not fit together. Runs first in ``fit``, before any work."""
         validate(self)
-        check_graph_combination(self)
+        if self.prior == "rls" and self.unlabeled_weight == 0:
+            raise ValueError("prior='rls' needs unlabeled_weight > 0 (the prior's weight)")
+        if self.gamma_I == 0 and (self.prior is None or self.unlabeled_weight == 0):
+            raise ValueError("gamma_I=0 needs a prior held with unlabeled_weight > 0: "
+                             "without one the unlabeled rows' system is singular")
+        metric = "cosine" if self.metric == "auto" and self.weights == "cosine" else self.metric
+        if metric != "auto" and self.weights != "auto":
+            check_graph_params(self.weights, self.symmetrize, self.t, metric)
+        else:
+            check_graph_params("binary", self.symmetrize, self.t, "euclidean")
+
+    def _graph_settings(self, X):
+        """``(metric, weights)`` with ``"auto"`` resolved by the data (class docstring)."""
+        metric = self.metric
+        if metric == "auto":
+            metric = "cosine" if self.weights == "cosine" else auto.graph_metric(X)
+        weights = self.weights
+        if weights == "auto":
+            weights = "cosine" if metric == "cosine" else "heat"
+        check_graph_params(weights, self.symmetrize, self.t, metric)
+        return metric, weights
 
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
-        """Build the graph (unless given) and solve for all classes.
+        """Build the graph (unless given), select the ``"auto"`` settings and solve for all
+        classes.
 
         Parameters
         ----------
@@ -180,7 +248,8 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
             Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
         graph : Graph, optional
             A graph built earlier on these rows (e.g. :func:`dask_ssl.graph.io.load_graph`),
-            reused instead of a new kNN search.
+            reused instead of a new kNN search (``metric`` and ``weights`` are then the
+            graph's).
         scores_init : ndarray of shape (n, n_classes), optional
             Seed for block CG (e.g. last night's ``scores_``).
         """
@@ -193,52 +262,123 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
             raise ValueError(f"scores_init must have shape {(n_rows, classes.size)}, "
                              f"got {np.shape(scores_init)}")
         labeled = codes >= 0
-        shares = _class_shares(self.class_balance, codes[labeled], classes.size)
+        if not _is_auto(self.class_balance):
+            _class_shares(self.class_balance, codes[labeled], classes.size)
+        metric, weights = ((getattr(graph.neighbors, "metric", "given"), graph.weights)
+                           if graph is not None else self._graph_settings(X))
+        enough = enough_labels(codes[labeled])
+        prior = self.prior
+        if prior == "auto":
+            prior = "rls" if enough and self.unlabeled_weight != 0 else None
+        if self.gamma_I == 0 and prior is None:
+            raise ValueError("gamma_I=0 needs a prior (prior='auto' takes none with fewer "
+                             "than 5 labeled rows in a class): without one the unlabeled "
+                             "rows' system is singular")
+        choosing = [name for name in ("gamma_I", "unlabeled_weight", "class_balance")
+                    if _is_auto(getattr(self, name))]
+        if choosing and not enough:
+            warn_unchecked(self, " and ".join(choosing))
         client = get_client(self.client)
-        (graph, diag, F, result), self.restarts_ = solve_with_restarts(
-            lambda: self._solve(X, client, graph, k, labeled, codes, classes.size, scores_init),
-            what=type(self).__name__)
-        if not result.converged.all():
+        setting = _Setting(metric, weights, prior, select=bool(choosing) and enough
+                           and prior is not None)
+        (graph, diag, F, result, chosen, selection, prior_model), self.restarts_ = \
+            solve_with_restarts(lambda: self._solve(X, client, graph, k, codes, classes.size,
+                                                    scores_init, setting),
+                                what=type(self).__name__)
+        if result is not None and not result.converged.all():
             warnings.warn(f"block CG stopped after {self.max_iter} passes with relative "
                           f"residuals {np.round(result.residual, 8).tolist()} > tol={self.tol}",
                           ConvergenceWarning, stacklevel=2)
         self.classes_ = classes
         self.n_features_in_ = int(X.shape[1])
+        self.gamma_I_ = chosen["gamma_I"]
+        self.unlabeled_weight_ = chosen["unlabeled_weight"]
+        self.class_balance_ = chosen["class_balance"]
+        self.metric_, self.weights_ = metric, weights
+        self.prior_kind_ = prior
+        self.prior_ = prior_model
+        self.selection_ = selection
         self.scores_ = F
+        shares = _class_shares(self.class_balance_, codes[labeled], classes.size)
         self.class_weights_ = (np.ones(classes.size) if shares is None
                                else balance_weights(F[~labeled], shares))
         weighted = F * self.class_weights_
         self.label_distributions_ = _normalize(weighted)
         self.transduction_ = classes[np.argmax(weighted, axis=1)]
         self.n_neighbors_ = k
-        self.n_iter_ = int(result.n_iter.max())
-        self.history_ = result.history
+        self.n_iter_ = 0 if result is None else int(result.n_iter.max())
+        self.history_ = [] if result is None else result.history
         self.graph_ = graph
         # an unpickled model refitted: new rows are placed by the new graph
         self.__dict__.pop("_pickled_search", None)
         self.diagnostics_ = diag
         return self
 
-    def _solve(self, X, client, graph, k, labeled, codes, n_classes, scores_init):
-        """Graph (unless given), system and block CG: ``(graph, diagnostics, F, result)``.
-        Everything here is on the workers, so a lost worker repeats all of it."""
+    def _solve(self, X, client, graph, k, codes, n_classes, scores_init, setting):
+        """Graph (unless given), priors, selection and the final block CG: ``(graph,
+        diagnostics, F, result, chosen, selection, prior)`` (``result`` None when the system
+        is diagonal). Everything here is on the workers, so a lost worker repeats all of it."""
         if graph is None:
             blocks = to_blocks(X, client, self.n_blocks)
-            graph = estimator_graph(self, blocks, k)
+            graph = estimator_graph(self, blocks, k, metric=setting.metric,
+                                    weights=setting.weights)
         diag = graph_diagnostics(graph)
+        labeled = codes >= 0
         warn_graph(diag, labeled)
 
-        n_rows = graph.n_rows
-        Ybar = np.zeros((n_rows, n_classes))
-        Ybar[np.flatnonzero(labeled), codes[labeled]] = 1.0
-        fidelity = np.where(labeled, 1.0, float(self.unlabeled_weight))
         has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
-        fidelity[~has_label[diag.labels]] = 1.0
-        sol = solve_graph_system(graph, fidelity, Ybar, gamma_I=self.gamma_I,
-                                 normalized=self.normalized, p=self.p, partition=self.partition,
-                                 preconditioner=self.preconditioner, tol=self.tol,
-                                 max_iter=self.max_iter, X0=scores_init)
-        return graph, diag, sol.F, sol.cg
+
+        def fidelity(mu):
+            return np.where(labeled | ~has_label[diag.labels], 1.0, mu)
+
+        def solve(gamma, a, B, **options):
+            return solve_graph_system(graph, a, B, gamma_I=gamma, normalized=self.normalized,
+                                      p=self.p, partition=self.partition,
+                                      preconditioner=self.preconditioner,
+                                      max_iter=self.max_iter, **{"tol": self.tol, **options})
+
+        fold = auto.folds(codes) if setting.select else None
+        trains = [labeled & (fold != f) for f in range(auto.CV_FOLDS)] if setting.select else []
+        prior_model, S, fold_priors = None, np.zeros((codes.size, n_classes)), []
+        if setting.prior is not None:
+            rows = np.flatnonzero(labeled)
+            Xl = auto.labeled_rows(X, rows)
+            models = [RLS(client=self.client).fit(Xl[train[rows]], codes[rows][train[rows]])
+                      for train in [labeled, *trains]]
+            S, *fold_priors = auto.prior_scores(models, X)
+            prior_model = models[0]
+
+        chosen = {"gamma_I": self.gamma_I, "unlabeled_weight": self.unlabeled_weight,
+                  "class_balance": self.class_balance}
+        selection = None
+        if setting.select:
+            def balance(F, class_balance, train_codes):
+                shares = _class_shares(class_balance, train_codes, n_classes)
+                return np.ones(n_classes) if shares is None else balance_weights(F, shares)
+
+            chosen, selection = auto.select(
+                lambda gamma, a, B, a_precond: solve(
+                    gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
+                    fill_budget=auto.CV_FILL_BUDGET).F,
+                codes, fidelity, fold, fold_priors, balance,
+                gammas=_candidates(self.gamma_I, auto.AUTO_GAMMA_I),
+                mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
+                balances=_candidates(self.class_balance, (None, "labeled")))
+        # what is not selected: the seeds' weight, a prior weighed as a label, no balancing
+        if _is_auto(chosen["gamma_I"]):
+            chosen["gamma_I"] = auto.SEED_GAMMA_I
+        if _is_auto(chosen["unlabeled_weight"]):
+            chosen["unlabeled_weight"] = 1.0 if setting.prior is not None else 0.0
+        if _is_auto(chosen["class_balance"]):
+            chosen["class_balance"] = None
+
+        if chosen["gamma_I"] == 0:
+            # the diagonal system's solution, written as it is: the labels and the prior
+            F = auto.targets(codes, labeled, np.ones(codes.size), S)
+            return graph, diag, F, None, chosen, selection, prior_model
+        a = fidelity(chosen["unlabeled_weight"])
+        sol = solve(chosen["gamma_I"], a, auto.targets(codes, labeled, a, S), X0=scores_init)
+        return graph, diag, sol.F, sol.cg, chosen, selection, prior_model
 
     def __getstate__(self):
         # graph_ is futures of the fit's client, which do not pickle. What placing new rows
@@ -262,6 +402,14 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         return graph.neighbors, graph.weights, graph.t, widths
 
     def _neighbor_scores(self, X):
+        """Scores of new rows, times ``class_weights_``: each row's own equation of the
+        system, as if it joined the graph as an unlabeled row whose edges (to its training
+        neighbours, weights normalized to sum 1) leave the training scores as they are. It
+        minimizes ``gamma_I sum_j w_j (f - F_j)^2 + mu (f - s)^2``, so ``f = (gamma_I
+        mean_w(F) + mu s) / (gamma_I + mu)``, ``s`` the prior's scores of the row: the kNN mean
+        of the training scores without a prior (the thesis method), the prior alone at
+        ``gamma_I = 0`` (the supervised model's labels, on any row), and between them the
+        balance the training rows were solved with."""
         check_is_fitted(self, "scores_")
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=False)
@@ -277,7 +425,12 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         flat = w.sum(axis=1) <= 0
         w[flat] = np.isfinite(dist[flat])
         w /= w.sum(axis=1, keepdims=True)
-        return np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)]) * self.class_weights_
+        F = np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)])
+        if self.prior_ is not None:
+            prior = auto.target_scale(self.prior_.decision_function(X))
+            gamma, mu = self.gamma_I_, self.unlabeled_weight_
+            F = prior if gamma == 0 else (gamma * F + mu * prior) / (gamma + mu)
+        return F * self.class_weights_
 
     def decision_function(self, X):
         """Out-of-sample scores: the class shares of :meth:`predict_proba`.
@@ -304,6 +457,27 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         """Class of new rows: the largest kNN mean of F times ``class_weights_``."""
         scores = self._neighbor_scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What a fit resolved before its work: the graph's metric and weights, the prior and
+    whether the ``"auto"`` settings are selected on the labels."""
+
+    metric: str
+    weights: str
+    prior: str | None
+    select: bool
+
+
+def _is_auto(value) -> bool:
+    return isinstance(value, str) and value == "auto"
+
+
+def _candidates(value, grid) -> tuple:
+    """The values a selection tries for a setting: ``grid`` for ``"auto"``, else the one
+    given."""
+    return tuple(grid) if _is_auto(value) else (value,)
 
 
 def _class_shares(class_balance, labeled_codes, n_classes):

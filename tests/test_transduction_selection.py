@@ -1,0 +1,161 @@
+"""GraphTransduction's supervised prior and the selection of its "auto" settings on the labeled
+rows: folds, the supervised candidate on labels the graph cannot help with, a graph candidate
+on the moons, the gamma_I -> 0 limit, too few labels."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dask_ssl.data.generators import two_moons
+from dask_ssl.models import RLS
+from dask_ssl.models import _transduction_selection as auto
+from dask_ssl.models._selection import SelectionWarning
+from dask_ssl.models.graph_transduction import GraphTransduction
+
+
+def _labels_per_class(y, per_class, seed):
+    rng = np.random.default_rng(seed)
+    ys = np.full(y.shape, -1)
+    for c in np.unique(y):
+        ys[rng.choice(np.flatnonzero(y == c), per_class, replace=False)] = c
+    return ys
+
+
+def test_folds_partition_the_labeled_rows_by_class():
+    codes = np.r_[[0] * 7, [-1] * 5, [1] * 9, [2] * 5, [-1] * 3]
+    fold = auto.folds(codes, 4)
+    np.testing.assert_array_equal(fold[codes < 0], -1)
+    assert set(fold[codes >= 0]) == {0, 1, 2, 3}
+    for f in range(4):  # every fold holds every class
+        assert set(codes[fold == f]) == {0, 1, 2}
+
+
+def test_cross_validation_hides_each_label_once_and_scores_only_labeled_rows():
+    """Each (weight, fold) block of the one solve targets a held-out row with the fold's prior,
+    never with its label, in exactly one fold; the errors depend on the labeled rows' scores
+    alone."""
+    rng = np.random.default_rng(0)
+    n, l = 60, 24
+    codes = np.full(n, -1)
+    codes[:l] = np.arange(l) % 2
+    fold = auto.folds(codes)
+    priors = [rng.random((n, 2)) for _ in range(auto.CV_FOLDS)]
+    seen = {}
+
+    def solve(gamma, a, B, a_precond):
+        seen.update(gamma=gamma, a=a, B=B)
+        return np.random.default_rng(1).random(B.shape)
+
+    def run(priors):
+        return auto.select(solve, codes, lambda mu: np.where(codes >= 0, 1.0, mu), fold,
+                           priors, lambda F, cb, c: np.ones(2), gammas=(0.0, 1.0, 10.0),
+                           mus=(1.0, 0.1), balances=(None,))
+
+    chosen, selection = run(priors)
+    B, a = seen["B"], seen["a"]
+    assert B.shape[1] == 2 * 2 * auto.CV_FOLDS * 2  # (mu, gamma, fold, class)
+    hidden = np.zeros(l, dtype=int)
+    for block in range(B.shape[1] // 2):
+        f = block % auto.CV_FOLDS
+        cols = slice(2 * block, 2 * block + 2)
+        held = fold == f
+        np.testing.assert_allclose(B[held, cols], a[held, cols] * priors[f][held])
+        np.testing.assert_array_equal(B[codes >= 0][~held[codes >= 0], cols],
+                                      np.eye(2)[codes[(codes >= 0) & ~held]])
+        hidden += held[:l]
+    np.testing.assert_array_equal(hidden, 4)  # once per (mu, gamma) pair
+    assert all(row["errors"] <= l for row in selection)
+    assert sum(row["chosen"] for row in selection) == 1
+    # other scores on the unlabeled rows: the same errors
+    changed = [p.copy() for p in priors]
+    for p in changed:
+        p[l:] = rng.random((n - l, 2))
+    assert run(changed)[1] == selection
+
+
+@pytest.fixture(scope="module")
+def linear_labels():
+    """Labels that ignore any cluster: a random linear rule over isotropic Gaussian rows."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((600, 10))
+    y = (X @ rng.standard_normal(10) > 0).astype(int)
+    return X, y, _labels_per_class(y, 30, 7)
+
+
+def test_labels_the_graph_cannot_help_with_select_the_supervised_model(client, linear_labels):
+    X, y, ys = linear_labels
+    gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert gt.gamma_I_ == 0.0 and gt.class_balance_ is None
+    chosen = [row for row in gt.selection_ if row["chosen"]]
+    assert chosen == [gt.selection_[0]] and len(gt.selection_) > 1
+    labeled = ys >= 0
+    rls = RLS(client=client).fit(X[labeled], ys[labeled])
+    np.testing.assert_array_equal(gt.predict(X), rls.predict(X))
+    np.testing.assert_array_equal(gt.transduction_[~labeled], rls.predict(X[~labeled]))
+    np.testing.assert_array_equal(gt.transduction_[labeled], ys[labeled])
+
+
+def test_the_zero_graph_weight_limit_is_the_supervised_model(client, linear_labels):
+    X, y, ys = linear_labels
+    labeled = ys >= 0
+    rls = RLS(client=client).fit(X[labeled], ys[labeled])
+    expected = rls.predict(X[~labeled])
+    for gamma in (0.0, 1e-9):
+        gt = GraphTransduction(gamma_I=gamma, prior="rls", unlabeled_weight=1.0,
+                               class_balance=None, client=client, random_state=0).fit(X, ys)
+        assert gt.selection_ is None
+        np.testing.assert_array_equal(gt.transduction_[~labeled], expected)
+    # and new rows too: the blend of neighbours and prior is the prior alone
+    np.testing.assert_array_equal(gt.predict(X[:40] + 0.01), rls.predict(X[:40] + 0.01))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_moons_with_five_labels_per_class_select_the_graph(client, seed):
+    X, y = two_moons(n=600, noise=0.1, seed=seed)
+    y = (np.asarray(y) > 0).astype(int)
+    ys = _labels_per_class(y, 5, seed)
+    gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert gt.gamma_I_ > 0, gt.selection_
+    unlabeled = ys < 0
+    assert np.mean(gt.transduction_[unlabeled] != y[unlabeled]) <= 0.01
+    assert gt.metric_ == "euclidean" and gt.weights_ == "heat"
+
+
+def test_too_few_labels_keep_the_thesis_method_and_warn(client):
+    X, y = two_moons(n=300, noise=0.1, seed=3)
+    y = (np.asarray(y) > 0).astype(int)
+    ys = _labels_per_class(y, 2, 3)
+    with pytest.warns(SelectionWarning, match="gamma_I and unlabeled_weight and class_balance"):
+        gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert (gt.gamma_I_, gt.unlabeled_weight_, gt.class_balance_) == (1.0, 0.0, None)
+    assert gt.prior_ is None and gt.selection_ is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SelectionWarning)
+        thesis = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=0.0,
+                                   class_balance=None, client=client, random_state=0,
+                                   ).fit(X, ys, graph=gt.graph_)
+    np.testing.assert_allclose(gt.scores_, thesis.scores_, atol=1e-8)
+
+
+def test_sparse_non_negative_rows_get_the_cosine_graph():
+    counts = sp.random(50, 30, density=0.2, format="csr", random_state=1)
+    assert auto.graph_metric(counts) == "cosine"
+    assert auto.graph_metric(counts.toarray()) == "euclidean"
+    signed = counts.copy()
+    signed.data -= 0.5
+    assert auto.graph_metric(signed) == "euclidean"
+
+
+def test_a_model_with_its_prior_pickles(client, linear_labels):
+    import pickle
+
+    X, _, ys = linear_labels
+    # the session client is the default one: a Client given as a parameter would not pickle
+    gt = GraphTransduction(gamma_I=10.0, unlabeled_weight=0.01, class_balance=None,
+                           random_state=0).fit(X, ys)
+    back = pickle.loads(pickle.dumps(gt))
+    assert back.prior_ is not None
+    np.testing.assert_array_equal(back.predict_proba(X[:30] + 0.01),
+                                  gt.predict_proba(X[:30] + 0.01))
