@@ -247,9 +247,10 @@ def test_transduction_gives_unlabeled_components_zero(client, mu):
     X = np.vstack([X, blob])
     ys = np.full(200, -1)
     ys[[np.flatnonzero(y == 0)[0], np.flatnonzero(y == 1)[0]]] = [0, 1]
-    est = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=mu, class_balance=None,
-                            n_neighbors=6, tol=1e-10, client=client, n_blocks=2,
-                            random_state=0)
+    # system weight 1 (l gamma_I_eff with l = 2 labels, gamma_I as given)
+    est = GraphTransduction(gamma_I=0.5, graph_normalization="none", prior=None,
+                            unlabeled_weight=mu, class_balance=None, n_neighbors=6, tol=1e-10,
+                            client=client, n_blocks=2, random_state=0)
     gt = est.fit(X, ys)
     W = gt.graph_.to_scipy()
     moons = np.arange(160)
@@ -261,8 +262,9 @@ def test_transduction_gives_unlabeled_components_zero(client, mu):
     L = laplacian(W[:160, :160].toarray(), normed=True)
     exact = np.linalg.solve(L + np.diag(np.where(ys[:160] >= 0, 1.0, mu)), Ybar)
     np.testing.assert_allclose(gt.scores_[:160], exact, atol=1e-8)
-    plain = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=mu, class_balance=None,
-                              n_neighbors=6, tol=1e-10, client=client,
+    plain = GraphTransduction(gamma_I=0.5, graph_normalization="none", prior=None,
+                              unlabeled_weight=mu, class_balance=None, n_neighbors=6, tol=1e-10,
+                              client=client,
                               preconditioner=None).fit(X, ys, graph=gt.graph_)
     np.testing.assert_allclose(plain.scores_, gt.scores_, atol=1e-7)
     assert gt.n_iter_ < plain.n_iter_

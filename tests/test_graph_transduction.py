@@ -18,7 +18,13 @@ from dask_ssl.models.graph_transduction import GraphTransduction, balance_weight
 #: The thesis method (ch. 5): no prior, unlabeled rows free (mu = 0), largest score, the
 #: seeds' graph; set where a test checks that method rather than the selected default.
 THESIS = dict(prior=None, unlabeled_weight=0.0, class_balance=None, metric="euclidean",
-              weights="heat")
+              weights="heat", graph_normalization="none")
+
+
+def system(weight, y):
+    """The gamma_I whose system weight (ch. 5's gamma_I, ``l gamma_I_eff``) is ``weight``
+    under ``graph_normalization="none"``, for the labels ``y`` (-1 unlabeled)."""
+    return weight / np.sum(np.asarray(y) >= 0)
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +119,8 @@ def test_matches_label_spreading_fixed_point(client, moons):
     lab = rng.choice(400, 40, replace=False)
     ys[lab] = y[lab]
     alpha = 0.9
-    gt = GraphTransduction(**{**THESIS, "unlabeled_weight": 1.0}, gamma_I=alpha / (1 - alpha),
+    gt = GraphTransduction(**{**THESIS, "unlabeled_weight": 1.0},
+                           gamma_I=system(alpha / (1 - alpha), ys),
                            tol=1e-10, client=client, n_blocks=2).fit(X, ys)
     W = gt.graph_.to_scipy()
     ls = LabelSpreading(kernel=lambda A, B: W, alpha=alpha, max_iter=5000, tol=1e-12).fit(X, ys)
@@ -126,7 +133,8 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     X, y = two_moons(n=200, noise=0.1, seed=0)
     y = (np.asarray(y) > 0).astype(int)
     ys = _one_label_per_class(y)
-    gt = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=10, tol=1e-4, client=client,
+    gt = GraphTransduction(**THESIS, gamma_I=system(1.0, ys), n_neighbors=10, tol=1e-4,
+                           client=client,
                            random_state=0).fit(X, ys)
     ours = np.mean(gt.transduction_ != y)
     ls = LabelSpreading(kernel="knn", n_neighbors=10).fit(X, ys)
@@ -143,7 +151,7 @@ def test_beats_label_spreading_with_one_label_per_class(client):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
     # Reusing the graph and seeding with the solution: same answer, hardly any work.
-    again = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=10, tol=1e-4,
+    again = GraphTransduction(**THESIS, gamma_I=system(1.0, ys), n_neighbors=10, tol=1e-4,
                               client=client).fit(
         X, ys, graph=gt.graph_, scores_init=gt.scores_)
     assert again.n_iter_ <= 1
@@ -168,7 +176,8 @@ def test_class_balance_cuts_the_ranking_at_the_labeled_shares(client, moons):
         ys = np.full(400, -1)
         for c in (0, 1):
             ys[rng.choice(np.flatnonzero(y == c), 2, replace=False)] = c
-        gt = GraphTransduction(**{**THESIS, "class_balance": "labeled"}, gamma_I=1.0,
+        gt = GraphTransduction(**{**THESIS, "class_balance": "labeled"},
+                               gamma_I=system(1.0, ys),
                                tol=1e-10, client=client, n_blocks=2).fit(X, ys)
         unl = ys < 0
         F = _dense_scores(gt, ys)
@@ -187,10 +196,11 @@ def test_class_balance_cuts_the_ranking_at_the_labeled_shares(client, moons):
         np.testing.assert_array_equal(gt.classes_[(S > 0).astype(int)], gt.predict(X[:50]))
     assert np.mean(balanced_errors) < np.mean(raw_errors), (balanced_errors, raw_errors)
 
-    shares = GraphTransduction(**{**THESIS, "class_balance": [0.3, 0.7]}, gamma_I=1.0,
+    shares = GraphTransduction(**{**THESIS, "class_balance": [0.3, 0.7]},
+                               gamma_I=system(1.0, ys),
                                tol=1e-10, client=client, n_blocks=2).fit(X, ys)
     assert np.sum(shares.transduction_[ys < 0] == 1) == round(0.7 * np.sum(ys < 0))
-    off = GraphTransduction(**THESIS, gamma_I=1.0, tol=1e-10, client=client,
+    off = GraphTransduction(**THESIS, gamma_I=system(1.0, ys), tol=1e-10, client=client,
                             n_blocks=2).fit(X, ys)
     np.testing.assert_array_equal(off.class_weights_, [1.0, 1.0])
     np.testing.assert_array_equal(off.transduction_, np.argmax(off.scores_, axis=1))
@@ -237,7 +247,8 @@ def test_fewer_rows_than_neighbors_give_the_graph_they_can_with_one_warning(clie
     X = np.random.default_rng(0).random((30, 2))
     y = np.r_[0, 1, [-1] * 28]
     with pytest.warns(UserWarning) as record:
-        gt = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=30, client=client).fit(X, y)
+        gt = GraphTransduction(**THESIS, gamma_I=system(1.0, y), n_neighbors=30,
+                               client=client).fit(X, y)
     messages = [str(w.message) for w in record if "n_neighbors" in str(w.message)]
     assert messages == ["n_neighbors=30 needs more than 30 rows; the graph on 30 rows uses "
                         "n_neighbors=29 (every other row a neighbour)"]
@@ -251,7 +262,7 @@ def test_pickled_model_places_new_rows_without_the_fit_workers(client, moons):
     unpickled model's exact search is the fit's own below build_knn's exact_below."""
     X, y = moons
     # the session client is the default one: a Client given as a parameter would not pickle
-    gt = GraphTransduction(**THESIS, gamma_I=1.0, t="local", n_blocks=2).fit(
+    gt = GraphTransduction(**THESIS, gamma_I=system(1.0, [0, 1]), t="local", n_blocks=2).fit(
         X, _one_label_per_class(y))
     back = pickle.loads(pickle.dumps(gt))
     assert not hasattr(back, "graph_")
@@ -266,7 +277,7 @@ def test_pickled_model_places_new_rows_without_the_fit_workers(client, moons):
 def test_bad_data(client):
     X = np.random.default_rng(0).random((30, 2))
     y = np.r_[0, 1, [-1] * 28]
-    est = GraphTransduction(**THESIS, gamma_I=1.0, n_neighbors=5, client=client)
+    est = GraphTransduction(**THESIS, gamma_I=system(1.0, y), n_neighbors=5, client=client)
     bad = X.copy()
     bad[4, 1] = np.nan
     with pytest.raises(ValueError, match="non-finite value"):

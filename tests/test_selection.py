@@ -32,13 +32,14 @@ def test_a_gain_within_one_standard_error_keeps_the_supervised_candidate():
 
 def test_the_best_of_many_candidates_must_win_by_more():
     """The gain that beats one standard error for a single alternative is not enough as the
-    best of eleven (Bonferroni: about 2.15 standard errors)."""
+    best of eleven (about 1.67 standard errors)."""
     wrong, squared = _gains(4, 1)
     many_wrong = np.vstack([wrong[:1]] * 11 + [wrong[1:]])
     many_squared = np.vstack([squared[:1]] * 11 + [squared[1:]])
     assert choose(many_wrong, many_squared) == 0
     assert noise_multiple(1) == pytest.approx(1.0)
-    assert noise_multiple(11) == pytest.approx(scipy.stats.norm.isf(scipy.stats.norm.sf(1) / 11))
+    assert noise_multiple(11) == pytest.approx(
+        scipy.stats.norm.isf(scipy.stats.norm.sf(1) / np.sqrt(11)))
     wrong, squared = _gains(9, 0)
     assert choose(np.vstack([wrong[:1]] * 11 + [wrong[1:]]),
                   np.vstack([squared[:1]] * 11 + [squared[1:]])) == 11
@@ -68,7 +69,10 @@ def test_the_fewest_errors_win_then_the_smaller_squared_residual_then_the_earlie
     assert choose(np.zeros((3, 30)), np.ones((3, 30)), supervised=2) == 2
     squared = np.ones((3, 30))
     squared[2] = 1.01
-    assert choose(np.zeros((3, 30)), squared, supervised=2) == 0
+    assert choose(np.zeros((3, 30)), squared, supervised=2) == 2  # as many errors: no gain
+    wrong = np.zeros((3, 30))
+    wrong[2, 0] = 1
+    assert choose(wrong, squared, supervised=2) == 0
 
 
 def test_enough_labels_counts_the_smallest_class():

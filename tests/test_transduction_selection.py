@@ -129,11 +129,14 @@ def test_too_few_labels_keep_the_thesis_method_and_warn(client):
     ys = _labels_per_class(y, 2, 3)
     with pytest.warns(SelectionWarning, match="gamma_I and unlabeled_weight and class_balance"):
         gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
-    assert (gt.gamma_I_, gt.unlabeled_weight_, gt.class_balance_) == (1.0, 0.0, None)
+    assert (gt.unlabeled_weight_, gt.class_balance_) == (0.0, None)
+    # the seeds' system weight 1 (ch. 5's gamma_I), l gamma_I_eff with gamma_I / (u + l)^2
+    assert gt.gamma_I_effective_ * gt.n_labeled_ == pytest.approx(1.0)
+    assert gt.gamma_I_ == pytest.approx(300 ** 2 / 4)
     assert gt.prior_ is None and gt.selection_ is None
     with warnings.catch_warnings():
         warnings.simplefilter("error", SelectionWarning)
-        thesis = GraphTransduction(gamma_I=1.0, prior=None, unlabeled_weight=0.0,
+        thesis = GraphTransduction(gamma_I=300 ** 2 / 4, prior=None, unlabeled_weight=0.0,
                                    class_balance=None, client=client, random_state=0,
                                    ).fit(X, ys, graph=gt.graph_)
     np.testing.assert_allclose(gt.scores_, thesis.scores_, atol=1e-8)

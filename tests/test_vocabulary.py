@@ -151,7 +151,7 @@ def test_one_name_takes_one_set_of_values(cls):
 
 
 #: Estimators with a graph term weighted by gamma_I (gamma_I_pos / gamma_I_neg).
-GRAPH_ESTIMATORS = {"LapRLS", "LapSVM", "LinearLapRLS", "LinearLapSVM",
+GRAPH_ESTIMATORS = {"LapRLS", "LapSVM", "LinearLapRLS", "LinearLapSVM", "GraphTransduction",
                     "RegularizedSpectralClustering", "ClassDependentLapRLS"}
 
 

@@ -212,13 +212,20 @@ def select(solve, codes, fidelity, fold, priors, balance, gammas=AUTO_GAMMA_I, m
     wrong, squared = [], []
     at = np.flatnonzero(labeled)
     for per_fold in held_out:
-        out = np.empty((at.size, n_classes))
-        decided = np.empty(at.size, dtype=np.int64)
+        shares = np.empty((at.size, n_classes))
         for f, (scores, weights) in enumerate(per_fold):
             held = fold[at] == f
-            out[held] = scores[at[held]]
-            decided[held] = np.argmax(out[held] * weights, axis=1)
-        wrong.append(decided != truth)
-        squared.append(np.sum((onehot - out) ** 2))
+            shares[held] = _shares(scores[at[held]] * weights, n_classes)
+        wrong.append(np.argmax(shares, axis=1) != truth)
+        # the class shares, not F: F shrinks with the distance to the labels (and with mu),
+        # a scale that decides nothing and would make a graph's residuals look worse
+        squared.append(np.sum((onehot - shares) ** 2, axis=1))
     best = choose(wrong, squared, supervised=0)
     return candidates[best], table(candidates, wrong, squared, best)
+
+
+def _shares(F, n_classes):
+    """Each row's weighted scores as shares summing to 1 (equal shares where all are 0)."""
+    F = np.maximum(F, 0.0)
+    total = F.sum(axis=1, keepdims=True)
+    return np.where(total > 0, F / np.where(total > 0, total, 1.0), 1.0 / n_classes)

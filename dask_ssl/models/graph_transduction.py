@@ -53,7 +53,7 @@ from ..solvers.graph import solve_graph_system
 from . import _transduction_selection as auto
 from ._clone import SharesClient
 from ._constraints import AUTO, NON_NEGATIVE, SHARED, constraints, validate
-from ._graph_seam import clip_n_neighbors, estimator_graph
+from ._graph_seam import clip_n_neighbors, estimator_graph, graph_term_weight_on
 from ._input import check_finite_local, fit_input, to_blocks
 from ._selection import enough_labels, warn_unchecked
 from .rls import RLS
@@ -73,11 +73,18 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     gamma_I : float or "auto", default "auto"
-        Weight of the graph term: thesis ch. 5 gamma_I in ``gamma_I/2 f^T M f + sum_l 1/2
-        (y_i - f_i)^2 + sum_u mu/2 (f_i - s_i)^2`` (no 1/(u+l)^2 factor, as in ch. 5). 0 (with
-        a prior): the supervised model. ``"auto"``: chosen among
+        Weight of the graph term, as in every graph estimator: the thesis' (ch. 2)
+        ``(1/l) sum_l (y_i - f_i)^2 + gamma_I_eff f^T M f`` (plus ``(mu/l) sum_u (f_i -
+        s_i)^2``), ``gamma_I_eff`` by ``graph_normalization`` (``gamma_I / (u + l)^2`` by
+        default); the system above is that objective times ``l/2``, so its weight is ``l
+        gamma_I_eff`` (ch. 5 writes the system's weight as gamma_I). 0 (with a prior): the
+        supervised model. ``"auto"``: the system's weight chosen among
         :data:`~._transduction_selection.AUTO_GAMMA_I` (0 included) on the labeled rows; with
-        fewer than 5 labeled rows in a class, or without a prior, the seeds' 1.0.
+        fewer than 5 labeled rows in a class, or without a prior, the system's weight is the
+        seeds' 1.0. ``gamma_I_`` is the value used, in this parameter's units.
+    graph_normalization : {"n2", "edges", "none"}, default "n2"
+        ``gamma_I_eff = gamma_I / (u + l)^2``, ``gamma_I / sum W_ij`` or ``gamma_I``, as in
+        :class:`~dask_ssl.models.LapRLS`.
     prior : {"auto", "rls"} or None, default "auto"
         The unlabeled rows' targets ``S_U``: ``"rls"``, the one-vs-rest scores of
         :class:`~dask_ssl.models.RLS` (default parameters) fitted on the labeled rows, mapped
@@ -145,6 +152,10 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         F, the solution of the system, per training row and class.
     gamma_I_, unlabeled_weight_, class_balance_, metric_, weights_, prior_kind_
         The settings fitted (``"auto"`` resolved).
+    gamma_I_effective_ : float
+        ``gamma_I_eff``, the coefficient of ``f^T M f`` in the thesis' objective; the system's
+        weight is ``n_labeled_`` times it.
+    n_labeled_ : int
     prior_ : RLS or None
         The prior, fitted on the labeled rows.
     selection_ : list of dict or None
@@ -176,7 +187,8 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, gamma_I="auto", prior="auto", n_neighbors=10, metric="auto",
                  weights="auto", t=None, symmetrize="max", normalized=True, p=1,
-                 partition="metis", unlabeled_weight="auto", class_balance="auto",
+                 graph_normalization="n2", partition="metis", unlabeled_weight="auto",
+                 class_balance="auto",
                  preconditioner="block", tol=1e-6, max_iter=2000,
                  search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
                  random_state=None):
@@ -189,6 +201,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         self.symmetrize = symmetrize
         self.normalized = normalized
         self.p = p
+        self.graph_normalization = graph_normalization
         self.partition = partition
         self.unlabeled_weight = unlabeled_weight
         self.class_balance = class_balance
@@ -281,7 +294,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         client = get_client(self.client)
         setting = _Setting(metric, weights, prior, select=bool(choosing) and enough
                            and prior is not None)
-        (graph, diag, F, result, chosen, selection, prior_model), self.restarts_ = \
+        (graph, diag, F, result, chosen, selection, prior_model, unit), self.restarts_ = \
             solve_with_restarts(lambda: self._solve(X, client, graph, k, codes, classes.size,
                                                     scores_init, setting),
                                 what=type(self).__name__)
@@ -291,7 +304,12 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
                           ConvergenceWarning, stacklevel=2)
         self.classes_ = classes
         self.n_features_in_ = int(X.shape[1])
-        self.gamma_I_ = chosen["gamma_I"]
+        # the system's weight, l gamma_I_eff, back in gamma_I's units (see gamma_I)
+        self.n_labeled_ = int(labeled.sum())
+        self.gamma_I_effective_ = chosen["gamma_I"] / self.n_labeled_
+        self.gamma_I_ = chosen["gamma_I"] / unit
+        for row in selection or []:
+            row["gamma_I"] /= unit
         self.unlabeled_weight_ = chosen["unlabeled_weight"]
         self.class_balance_ = chosen["class_balance"]
         self.metric_, self.weights_ = metric, weights
@@ -316,8 +334,10 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
 
     def _solve(self, X, client, graph, k, codes, n_classes, scores_init, setting):
         """Graph (unless given), priors, selection and the final block CG: ``(graph,
-        diagnostics, F, result, chosen, selection, prior)`` (``result`` None when the system
-        is diagonal). Everything here is on the workers, so a lost worker repeats all of it."""
+        diagnostics, F, result, chosen, selection, prior, unit)`` (``result`` None when the
+        system is diagonal; ``chosen["gamma_I"]`` the system's weight, ``unit`` that of
+        ``gamma_I = 1``). Everything here is on the workers, so a lost worker repeats all of
+        it."""
         if graph is None:
             blocks = to_blocks(X, client, self.n_blocks)
             graph = estimator_graph(self, blocks, k, metric=setting.metric,
@@ -348,7 +368,11 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
             S, *fold_priors = auto.prior_scores(models, X)
             prior_model = models[0]
 
-        chosen = {"gamma_I": self.gamma_I, "unlabeled_weight": self.unlabeled_weight,
+        # the thesis' (1/l) sum (y - f)^2 + gamma_I_eff f^T M f, times l/2: the system's graph
+        # weight is l gamma_I_eff
+        unit = int(labeled.sum()) * graph_term_weight_on(self, graph, 1.0)
+        given = self.gamma_I if _is_auto(self.gamma_I) else self.gamma_I * unit
+        chosen = {"gamma_I": given, "unlabeled_weight": self.unlabeled_weight,
                   "class_balance": self.class_balance}
         selection = None
         if setting.select:
@@ -361,7 +385,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
                     gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
                     fill_budget=auto.CV_FILL_BUDGET).F,
                 codes, fidelity, fold, fold_priors, balance,
-                gammas=_candidates(self.gamma_I, auto.AUTO_GAMMA_I),
+                gammas=_candidates(given, auto.AUTO_GAMMA_I),
                 mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
                 balances=_candidates(self.class_balance, (None, "labeled")))
         # what is not selected: the seeds' weight, a prior weighed as a label, no balancing
@@ -375,10 +399,10 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         if chosen["gamma_I"] == 0:
             # the diagonal system's solution, written as it is: the labels and the prior
             F = auto.targets(codes, labeled, np.ones(codes.size), S)
-            return graph, diag, F, None, chosen, selection, prior_model
+            return graph, diag, F, None, chosen, selection, prior_model, unit
         a = fidelity(chosen["unlabeled_weight"])
         sol = solve(chosen["gamma_I"], a, auto.targets(codes, labeled, a, S), X0=scores_init)
-        return graph, diag, sol.F, sol.cg, chosen, selection, prior_model
+        return graph, diag, sol.F, sol.cg, chosen, selection, prior_model, unit
 
     def __getstate__(self):
         # graph_ is futures of the fit's client, which do not pickle. What placing new rows
@@ -428,7 +452,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         F = np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)])
         if self.prior_ is not None:
             prior = auto.target_scale(self.prior_.decision_function(X))
-            gamma, mu = self.gamma_I_, self.unlabeled_weight_
+            gamma, mu = self.gamma_I_effective_ * self.n_labeled_, self.unlabeled_weight_
             F = prior if gamma == 0 else (gamma * F + mu * prior) / (gamma + mu)
         return F * self.class_weights_
 

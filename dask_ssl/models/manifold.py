@@ -575,7 +575,7 @@ class LapRLS(_ManifoldClassifier):
         ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included) by
         the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
         supervised model only when its paired gain in held-out residual exceeds its noise (a
-        number of standard errors that grows with the candidates, about 2.2 for the direct
+        number of standard errors that grows with the candidates, about 1.7 for the direct
         solver's eleven alternatives). The direct solver chooses jointly with the "auto"
         graph settings, by LapRLS's exact leave-one-out outputs (through the deformed kernel;
         the left-out row stays in the graph) and their squared residuals. The primal solver
