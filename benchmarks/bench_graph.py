@@ -187,7 +187,11 @@ def bench_transduction(args, client):
     t = time.perf_counter()
     graph = knn_graph(RowBlocks.from_array(X, client=client), 10, random_state=0)
     t_knn = time.perf_counter() - t
-    gt = GraphTransduction(gamma_I=args.gamma, n_neighbors=10, tol=args.tol,
+    # the thesis method beside LabelSpreading: ch. 5's system weight args.gamma (l gamma_I_eff
+    # with gamma_I as given), no prior, no balancing
+    gt = GraphTransduction(gamma_I=args.gamma / lab.size, graph_normalization="none",
+                           prior=None, unlabeled_weight=0.0, class_balance=None,
+                           metric="euclidean", weights="heat", n_neighbors=10, tol=args.tol,
                            max_iter=args.max_iter, client=client).fit(X, ys, graph=graph)
     t_gt = time.perf_counter() - t
     e_gt = np.mean(gt.transduction_[unl] != y[unl])
@@ -261,7 +265,11 @@ def bench_solve(args):
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fit = GraphTransduction(tol=args.tol, max_iter=args.max_iter, t=t_width,
+                    # the thesis method's system (weight 1), whose solve this times
+                    fit = GraphTransduction(gamma_I=1.0 / np.sum(~unl),
+                                            graph_normalization="none", prior=None,
+                                            unlabeled_weight=0.0, class_balance=None,
+                                            tol=args.tol, max_iter=args.max_iter, t=t_width,
                                             partition=partition, preconditioner=pre,
                                             client=client).fit(X, ys, graph=graph)
                 secs = time.perf_counter() - t

@@ -156,21 +156,23 @@ def test_grid_search_tunes_label_spreading():
 @pytest.mark.parametrize("given_client", [False, True])
 def test_grid_search_and_cross_val_score_tune_a_dask_ssl_estimator(client, given_client):
     # client= or the default client: a search clones the estimator, and the clone shares the
-    # client (a connection, which a deep copy would not survive)
+    # client (a connection, which a deep copy would not survive). The seeds' gamma_I is given:
+    # the search tunes the graph a fixed graph term follows
+    # (gamma_I="auto" would check it against the supervised model itself)
     X, t, y = moons()
     grid = {"n_neighbors": [5, 60]}  # 60 of 100 rows: the graph joins the two moons
     cv = LabeledStratifiedKFold(n_splits=3, random_state=0)
-    est = LapRLS(p=1, client=client) if given_client else LapRLS(p=1)
+    est = LapRLS(p=1, gamma_I=1e4, client=client) if given_client else LapRLS(p=1, gamma_I=1e4)
     search = GridSearchCV(est, grid, cv=cv, scoring=labeled_scorer("error"),
                           error_score="raise").fit(X, y)
     assert search.best_estimator_.client is (client if given_client else None)
     assert search.best_params_ == {"n_neighbors": 5}
     scores = search.cv_results_["mean_test_score"]
     assert np.all(scores <= 0) and scores[0] > scores[1]
-    truth = {k: accuracy_score(t, LapRLS(p=1, n_neighbors=k).fit(X, y).transduction_)
+    truth = {k: accuracy_score(t, LapRLS(p=1, gamma_I=1e4, n_neighbors=k).fit(X, y).transduction_)
              for k in grid["n_neighbors"]}
     assert truth[5] > truth[60] + 0.2, truth
-    folds = cross_val_score(LapRLS(p=1, n_neighbors=5), X, y, cv=cv,
+    folds = cross_val_score(LapRLS(p=1, gamma_I=1e4, n_neighbors=5), X, y, cv=cv,
                             scoring=labeled_scorer(), error_score="raise")
     np.testing.assert_allclose(folds.mean(), 1 + scores[0])
 
