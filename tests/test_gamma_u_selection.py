@@ -14,14 +14,7 @@ from dask_ssl.models import _gamma_u_selection as sel
 from dask_ssl.models._selection import SelectionWarning, fold_of
 from dask_ssl.models.artifact import load_model, save_model
 
-
-def label(y, per_class, seed):
-    """-1 everywhere but ``per_class`` random rows of each class."""
-    rng = np.random.default_rng(seed)
-    yl = np.full(y.size, -1)
-    for c in np.unique(y):
-        yl[rng.choice(np.flatnonzero(y == c), per_class, replace=False)] = c
-    return yl
+from ._labels import labels_per_class
 
 
 def linear_noise(n=600, d=10, n_labeled=80, seed=0):
@@ -30,7 +23,7 @@ def linear_noise(n=600, d=10, n_labeled=80, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = (X @ rng.normal(size=d) > 0).astype(int)
-    return X, label(y, n_labeled // 2, seed), y
+    return X, labels_per_class(y, n_labeled // 2, seed), y
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +38,7 @@ def clusters():
     clusters exceeds the noise of a 16-row estimate (with 20 a class it does not)."""
     X, y = g50c(n=600, bayes_error=0.05, seed=1)
     y = (y > 0).astype(int)
-    return X, label(y, 8, 1), y
+    return X, labels_per_class(y, 8, 1), y
 
 
 def unlabeled_error(model, X, yl, y):
@@ -241,7 +234,7 @@ def test_kernel_model_json_keeps_the_choice(noise, tmp_path):
 
 def test_too_few_labels_keep_the_seeds_weight_with_a_warning(client, noise):
     X, y = noise[0][:200], noise[2][:200]
-    yl = label(y, 4, 0)
+    yl = labels_per_class(y, 4, 0)
     with pytest.warns(SelectionWarning, match="gamma_u"):
         auto = TSVM(gamma_u="auto", client=client, n_blocks=2).fit(X, yl)
     seeds = TSVM(gamma_u=1.0, client=client, n_blocks=2).fit(X, yl)

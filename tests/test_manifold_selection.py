@@ -14,14 +14,7 @@ from dask_ssl.models._selection import SelectionWarning, chosen_row
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
 
-
-def _labels(y, per_class, seed):
-    rng = np.random.default_rng(seed)
-    out = np.full(len(y), -1)
-    for c in np.unique(y):
-        idx = rng.choice(np.flatnonzero(y == c), per_class, replace=False)
-        out[idx] = y[idx]
-    return out
+from ._labels import labels_per_class
 
 
 @pytest.mark.parametrize("weight", [0.0, 1e-4, 1e-1])
@@ -56,7 +49,7 @@ def test_labels_that_ignore_the_clusters_select_the_supervised_model(client, cls
     rng = np.random.default_rng(4)
     X = rng.normal(size=(600, 10))
     y = (X @ rng.normal(size=10) > 0).astype(int)
-    train = _labels(y, 40, seed=4)
+    train = labels_per_class(y, 40, seed=4)
     auto = cls(kernel="linear", client=client, random_state=0).fit(X, train)
     assert auto.gamma_I_ == 0.0 and chosen_row(auto.selection_)["gamma_I"] == 0.0
     # LapSVM confirms a graph candidate with its own loss (two more rows) where LapRLS's
@@ -72,7 +65,7 @@ def test_labels_that_ignore_the_clusters_select_the_supervised_model(client, cls
 def test_two_moons_with_five_labels_a_class_select_the_graph(client, cls):
     X, y = two_moons(n=1000, noise=0.1, seed=0)
     y = (y > 0).astype(int)
-    train = _labels(y, 5, seed=1)
+    train = labels_per_class(y, 5, seed=1)
     est = cls(client=client, random_state=0).fit(X, train)
     assert est.gamma_I_ > 0
     hidden = train == -1
@@ -86,7 +79,7 @@ def test_two_moons_with_five_labels_a_class_select_the_graph(client, cls):
 
 def test_too_few_labels_keep_the_seeds_setting_and_warn(client):
     X, y = two_moons(n=200, noise=0.1, seed=0)
-    train = _labels((y > 0).astype(int), 3, seed=0)
+    train = labels_per_class((y > 0).astype(int), 3, seed=0)
     with pytest.warns(SelectionWarning, match="LapRLS: fewer than 5 labeled rows"):
         est = LapRLS(client=client, random_state=0).fit(X, train)
     assert est.gamma_I_ == 1e4 and est.selection_ == []
@@ -96,7 +89,7 @@ def test_too_few_labels_keep_the_seeds_setting_and_warn(client):
 
 def test_the_choice_is_stored_with_the_model(client, tmp_path):
     X, y = two_moons(n=300, noise=0.1, seed=3)
-    train = _labels((y > 0).astype(int), 6, seed=3)
+    train = labels_per_class((y > 0).astype(int), 6, seed=3)
     est = LapRLS(client=client, random_state=0).fit(X, train)
     save_model(est, tmp_path / "m")
     back = load_model(tmp_path / "m")
@@ -108,7 +101,7 @@ def test_nystrom_path_chooses_through_the_linear_estimator(client):
     """With n_components the choice is the linear estimators' (shares of the graph term),
     reported in this estimator's gamma_I units: the chosen gamma_I given by hand is the fit."""
     X, y = two_moons(n=400, noise=0.1, seed=5)
-    train = _labels((y > 0).astype(int), 10, seed=5)
+    train = labels_per_class((y > 0).astype(int), 10, seed=5)
     est = LapRLS(n_components=60, client=client, random_state=0).fit(X, train)
     row = chosen_row(est.selection_)
     assert row["gamma_I"] == pytest.approx(est.gamma_I_, rel=1e-12)
@@ -129,7 +122,7 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
 
     X, y = two_moons(n=300, noise=0.1, seed=3)
     y = (y > 0).astype(int)
-    train = _labels(y, 6, seed=3)
+    train = labels_per_class(y, 6, seed=3)
     labeled = train != -1
     masks = []
     solve = primal.solve_primal
@@ -168,7 +161,7 @@ def test_primal_labels_that_ignore_the_clusters_select_the_supervised_model(clie
     rng = np.random.default_rng(4)
     X = rng.normal(size=(400, 10))
     y = (X @ rng.normal(size=10) > 0).astype(int)
-    train = _labels(y, 40, seed=4)
+    train = labels_per_class(y, 40, seed=4)
     kw = dict(kernel="linear", solver="primal", client=client, random_state=0)
     auto = cls(**kw).fit(X, train)
     assert auto.gamma_I_ == 0.0 and chosen_row(auto.selection_)["gamma_I"] == 0.0
@@ -182,7 +175,7 @@ def test_primal_labels_that_ignore_the_clusters_select_the_supervised_model(clie
 def test_primal_two_moons_with_five_labels_a_class_select_the_graph(client, cls):
     X, y = two_moons(n=400, noise=0.1, seed=0)
     y = (y > 0).astype(int)
-    train = _labels(y, 5, seed=1)
+    train = labels_per_class(y, 5, seed=1)
     est = cls(solver="primal", client=client, random_state=0).fit(X, train)
     assert est.gamma_I_ > 0
     hidden = train == -1
@@ -196,7 +189,7 @@ def test_primal_two_moons_with_five_labels_a_class_select_the_graph(client, cls)
 
 def test_primal_too_few_labels_keep_the_seeds_setting_and_warn(client):
     X, y = two_moons(n=200, noise=0.1, seed=0)
-    train = _labels((y > 0).astype(int), 3, seed=0)
+    train = labels_per_class((y > 0).astype(int), 3, seed=0)
     with pytest.warns(SelectionWarning, match="LapRLS: fewer than 5 labeled rows"):
         est = LapRLS(solver="primal", client=client, random_state=0).fit(X, train)
     assert est.gamma_I_ == 1e4 and est.selection_ == []

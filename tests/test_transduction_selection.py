@@ -14,13 +14,7 @@ from dask_ssl.models import _transduction_selection as auto
 from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.models.graph_transduction import GraphTransduction
 
-
-def _labels_per_class(y, per_class, seed):
-    rng = np.random.default_rng(seed)
-    ys = np.full(y.shape, -1)
-    for c in np.unique(y):
-        ys[rng.choice(np.flatnonzero(y == c), per_class, replace=False)] = c
-    return ys
+from ._labels import labels_per_class
 
 
 def test_folds_partition_the_labeled_rows_by_class():
@@ -81,7 +75,7 @@ def linear_labels():
     rng = np.random.default_rng(7)
     X = rng.standard_normal((600, 10))
     y = (X @ rng.standard_normal(10) > 0).astype(int)
-    return X, y, _labels_per_class(y, 30, 7)
+    return X, y, labels_per_class(y, 30, 7)
 
 
 def test_labels_the_graph_cannot_help_with_select_the_supervised_model(client, linear_labels):
@@ -115,7 +109,7 @@ def test_the_zero_graph_weight_limit_is_the_supervised_model(client, linear_labe
 def test_moons_with_five_labels_per_class_select_the_graph(client, seed):
     X, y = two_moons(n=600, noise=0.1, seed=seed)
     y = (np.asarray(y) > 0).astype(int)
-    ys = _labels_per_class(y, 5, seed)
+    ys = labels_per_class(y, 5, seed)
     gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
     assert gt.gamma_I_ > 0, gt.selection_
     unlabeled = ys < 0
@@ -126,7 +120,7 @@ def test_moons_with_five_labels_per_class_select_the_graph(client, seed):
 def test_too_few_labels_keep_the_thesis_method_and_warn(client):
     X, y = two_moons(n=300, noise=0.1, seed=3)
     y = (np.asarray(y) > 0).astype(int)
-    ys = _labels_per_class(y, 2, 3)
+    ys = labels_per_class(y, 2, 3)
     with pytest.warns(SelectionWarning, match="gamma_I and unlabeled_weight and class_balance"):
         gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
     assert (gt.unlabeled_weight_, gt.class_balance_) == (0.0, None)
