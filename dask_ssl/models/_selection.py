@@ -4,22 +4,23 @@ labeled rows, and the table it keeps of them (``selection_``).
 Each candidate is scored on the labeled rows held out (exact leave-one-out where it is closed
 form, :data:`CV_FOLDS`-fold cross-validation otherwise, :func:`fold_of`): ``wrong[j, i]`` is 1
 where candidate ``j`` misclassifies labeled row ``i``, ``squared[j, i]`` its held-out loss there
-(the squared residual of the least-squares estimators, the squared hinge of the SVMs). A
-candidate may replace the supervised one only when it wins by more than the noise of the
-estimate: the mean over the labeled rows of its paired gains ``squared[supervised] -
-squared[j]`` must exceed :func:`noise_multiple` standard errors: one where there is a single
-alternative (a paired test at about 16% one-sided), more as there are more, because the best of
-a dozen candidates has its gain overestimated by the choice itself (about 1.7 standard errors
-for eleven). With one standard error among eleven candidates, a random linear label over
-isotropic noise (no clusters to follow) let a graph candidate through in half the draws. A
-candidate that passes must also err on fewer held-out rows than the supervised one (a smaller
-residual alone may only mean less confident outputs, as an S3VM's on labels its clusters do not
-follow). Among the candidates that pass, and the supervised one, the fewest errors win (ties:
-the smaller squared residual, then the earlier candidate). The held-out loss carries the test
-because it is informative where errors are rare: with 50 labels a supervised model's
-leave-one-out errors are often 0 to 2, whichever candidate is better. Where the graph does not
-help, or the labels are too few to tell, the fit is the supervised model's, so adding unlabeled
-rows does not make the classifier worse than the one the labels alone give.
+(the squared residual of the least-squares estimators, the squared hinge of the SVMs, the
+misclassification itself for GraphTransduction, whose balanced cut of class shares carries no
+confidence to score). A candidate may replace the supervised one only when it wins by more than
+the noise of the estimate: the mean over the labeled rows of its paired gains
+``squared[supervised] - squared[j]`` must exceed :func:`noise_multiple` standard errors: one
+where there is a single alternative (a paired test at about 16% one-sided), more as there are
+more, because the best of a dozen candidates has its gain overestimated by the choice itself
+(about 1.7 standard errors for eleven). With one standard error among eleven candidates, a
+random linear label over isotropic noise (no clusters to follow) let a graph candidate through
+in half the draws. A candidate that passes must also err on fewer held-out rows than the
+supervised one (a smaller residual alone may only mean less confident outputs, as an S3VM's on
+labels its clusters do not follow). Among the candidates that pass, and the supervised one, the
+fewest errors win (ties: the smaller squared residual, then the earlier candidate). The held-out
+loss carries the test because it is informative where errors are rare: with 50 labels a
+supervised model's leave-one-out errors are often 0 to 2, whichever candidate is better. Where
+the graph does not help, or the labels are too few to tell, the fit is the supervised model's,
+so adding unlabeled rows does not make the classifier worse than the one the labels alone give.
 
 With fewer than :data:`MIN_PER_CLASS` labeled rows in some class the estimate cannot separate
 the candidates; the estimator then keeps the seeds' setting and warns once

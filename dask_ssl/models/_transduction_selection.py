@@ -217,9 +217,12 @@ def select(solve, codes, fidelity, fold, priors, balance, gammas=AUTO_GAMMA_I, m
             held = fold[at] == f
             shares[held] = _shares(scores[at[held]] * weights, n_classes)
         wrong.append(np.argmax(shares, axis=1) != truth)
-        # the class shares, not F: F shrinks with the distance to the labels (and with mu),
-        # a scale that decides nothing and would make a graph's residuals look worse
-        squared.append(np.sum((onehot - shares) ** 2, axis=1))
+        # the held-out loss of the rule is the misclassification itself, then the residual of
+        # the class shares as the tie-break: F's scale shrinks with the distance to the labels
+        # and with mu, and on a text graph every row's shares sit in a narrow band around the
+        # class mix (the module docstring of graph_transduction), so no residual of F or of
+        # the shares measures what the balanced cut decides
+        squared.append(wrong[-1] + 1e-6 * np.sum((onehot - shares) ** 2, axis=1))
     best = choose(wrong, squared, supervised=0)
     return candidates[best], table(candidates, wrong, squared, best)
 
