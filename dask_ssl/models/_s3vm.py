@@ -86,7 +86,8 @@ class LinearS3VM(LinearSSLClassifier):
     one-vs-rest targets, before their fits; at ``gamma_u_ = 0`` the fit is L2SVM's.
 
     A subclass implements ``_candidate_fits(blocks, y, costs, token) -> list of w``: its fit at
-    each gamma_u of :data:`AUTO_GAMMA_U` (``y`` +1/-1 labeled, 0 unlabeled).
+    each gamma_u of :data:`AUTO_GAMMA_U` (``y`` +1/-1 labeled, 0 unlabeled), and ``_driver()``:
+    the class of its stage driver (TSVM's ramp, DA's annealing).
     """
 
     def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
@@ -102,6 +103,13 @@ class LinearS3VM(LinearSSLClassifier):
                                                             fold_codes, held)))
         return super()._fit_targets(blocks, codes, targets, parts, costs, coef_init, client,
                                     fit_part, prepared)
+
+    def _fit_binary(self, blocks, y, costs, w0, token, part):
+        if self.gamma_u_ == 0:
+            return self._fit_supervised(blocks, y, costs, w0, token, part)
+        driver = self._driver()(self, blocks, y, costs, positive_fraction(self, y), token,
+                                self.gamma_u_)
+        return self._run_stages(driver, w0, part)
 
     def _fold_outputs(self, blocks, costs, client, targets, fold_codes, held) -> np.ndarray:
         """Every candidate's outputs on the held-out rows ``held`` after fitting on the labels

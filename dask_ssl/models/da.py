@@ -254,12 +254,9 @@ class DAS3VM(LinearS3VM):
                                          kernel=[KERNELS, callable, None],
                                          gamma_u=[NON_NEGATIVE, AUTO])
 
-    def _fit_binary(self, blocks, y, costs, w0, token, part):
-        if self.gamma_u_ == 0:
-            return self._fit_supervised(blocks, y, costs, w0, token, part)
-        r = positive_fraction(self, y)
-        return self._run_stages(DADriver(self, blocks, y, costs, r, token, self.gamma_u_), w0,
-                                part)
+    @staticmethod
+    def _driver():
+        return DADriver
 
     def _candidate_fits(self, blocks, y, costs, token) -> list:
         """w at each gamma_u of :data:`AUTO_GAMMA_U`. Every annealing starts from the
