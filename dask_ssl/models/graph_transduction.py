@@ -277,8 +277,11 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         labeled = codes >= 0
         if not _is_auto(self.class_balance):
             _class_shares(self.class_balance, codes[labeled], classes.size)
-        metric, weights = ((getattr(graph.neighbors, "metric", "given"), graph.weights)
-                           if graph is not None else self._graph_settings(X))
+        # the metric's look at the data is a pass over the blocks: a lost worker repeats it
+        (metric, weights), looked = (
+            ((getattr(graph.neighbors, "metric", "given"), graph.weights), 0)
+            if graph is not None else
+            solve_with_restarts(lambda: self._graph_settings(X), what=type(self).__name__))
         enough = enough_labels(codes[labeled])
         prior = self.prior
         if prior == "auto":
@@ -294,10 +297,11 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         client = get_client(self.client)
         setting = _Setting(metric, weights, prior, select=bool(choosing) and enough
                            and prior is not None)
-        (graph, diag, F, result, chosen, selection, prior_model, unit), self.restarts_ = \
+        (graph, diag, F, result, chosen, selection, prior_model, unit), restarts = \
             solve_with_restarts(lambda: self._solve(X, client, graph, k, codes, classes.size,
                                                     scores_init, setting),
                                 what=type(self).__name__)
+        self.restarts_ = looked + restarts
         if result is not None and not result.converged.all():
             warnings.warn(f"block CG stopped after {self.max_iter} passes with relative "
                           f"residuals {np.round(result.residual, 8).tolist()} > tol={self.tol}",
