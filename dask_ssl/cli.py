@@ -96,14 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="ambient-norm weight gamma_A (svmlin -W; default 1e-3 for the linear "
                           "methods)")
     fit.add_argument("--gamma-I", dest="gamma_I", type=_number_or_auto, metavar="GAMMA_I",
-                     help="laprls/lapsvm/linlaprls/linlapsvm: graph term weight gamma_I of "
-                          "the thesis, scaled by --graph-normalization (by default divided by "
-                          "(u+l)^2); 'auto' (their default): chosen on the labeled rows, 0 "
+                     help="laprls/lapsvm/linlaprls/linlapsvm/transduction: graph term weight "
+                          "gamma_I of the thesis, scaled by --graph-normalization (by default "
+                          "divided by (u+l)^2); 'auto' (their default): chosen on the labeled rows, 0 "
                           "(the supervised model) included")
     # no argparse choices: the estimator's own check names them
     fit.add_argument("--graph-normalization", dest="graph_normalization",
                      metavar="{n2,edges,none}",
-                     help="laprls/lapsvm/linlaprls/linlapsvm: gamma_I's scaling: n2 (the "
+                     help="laprls/lapsvm/linlaprls/linlapsvm/transduction: gamma_I's scaling: n2 (the "
                           "default) divides it by (u+l)^2, edges by the sum of the edge "
                           "weights, none takes it as given (the linear paper's gamma_I)")
     fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
@@ -117,6 +117,20 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--landmarks", choices=["uniform", "kmeans++"],
                      help="how the --n-components landmarks are drawn (default uniform)")
     fit.add_argument("--n-neighbors", type=int, help="Laplacian methods: k of the kNN graph")
+    # no argparse choices: the estimator's own check names them
+    fit.add_argument("--metric", help="transduction: the graph's distance (euclidean, cosine; "
+                                      "default auto: cosine for non-negative sparse rows)")
+    fit.add_argument("--weights", help="transduction: edge weights (heat, binary, cosine; "
+                                       "default auto: by the metric)")
+    fit.add_argument("--prior", help="transduction: the unlabeled rows' supervised prior: rls, "
+                                     "none (the thesis method), auto (the default: rls with "
+                                     "5 labels a class)")
+    fit.add_argument("--unlabeled-weight", dest="unlabeled_weight", type=_number_or_auto,
+                     metavar="MU", help="transduction: the prior's weight mu on the unlabeled "
+                                        "rows; 'auto' (the default): chosen on the labeled rows")
+    fit.add_argument("--class-balance", dest="class_balance",
+                     help="transduction: labeled (cut the unlabeled rows' scores to the labeled "
+                          "class mix), none, auto (the default: chosen on the labeled rows)")
     fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
     # no argparse choices: the estimator's own check names the choices and old spellings
     fit.add_argument("--loss", help="loss V: lapsvm (squared_hinge, hinge), kda and bb "

@@ -23,7 +23,7 @@ NOT_COMPARED = {"created", "fit_seconds", "wall_seconds", "phases", "workflow", 
 def comparable(doc: dict) -> dict:
     out = {k: v for k, v in doc.items() if k not in NOT_COMPARED}
     out["history"] = [{k: v for k, v in record.items() if k != "seconds"}
-                      for record in doc["history"]]
+                      if isinstance(record, dict) else record for record in doc["history"]]
     return out
 
 
@@ -39,6 +39,12 @@ CASES = {
                   "split: {labeled: 20, test_fraction: 0}\n"
                   "estimator: {name: LinearLapRLS, params: {gamma_A: 0.01, gamma_I: 0.1, "
                   "n_neighbors: 5}}\n"),
+    # graph transduction: the graph and the prior in its fit, the transductive scores written
+    "transduction": (["--algorithm", "transduction", "--gamma-I", "1", "--prior", "none",
+                      "--class-balance", "none", "--n-neighbors", "5", "--labeled", "20"],
+                     "split: {labeled: 20, test_fraction: 0}\n"
+                     "estimator: {name: GraphTransduction, params: {gamma_I: 1.0, prior: null, "
+                     "class_balance: null, n_neighbors: 5}}\n"),
 }
 
 

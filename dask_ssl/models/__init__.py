@@ -18,6 +18,8 @@ ESTIMATORS = {cls.__name__: cls for cls in (L2SVM, RLS, TSVM, DAS3VM, LinearLapR
                                             LinearLapSVM, LapRLS, LapSVM)}
 # kernel S3VMs: expansion points + coefficients, the kernel by name in their parameters
 ESTIMATORS.update({cls.__name__: cls for cls in (KernelDAS3VM, BranchAndBoundS3VM)})
+# graph transduction: the training rows, their scores and the prior (_transduction_serving)
+ESTIMATORS[GraphTransduction.__name__] = GraphTransduction
 
 __all__ = ["BranchAndBoundS3VM", "ClassDependentLapRLS", "DAS3VM", "ESTIMATORS",
            "GraphTransduction", "KernelDAS3VM", "L2SVM", "LapRLS", "LapSVM", "LinearLapRLS",

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from .. import __version__
 from .._json import json_default
@@ -65,6 +66,24 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
+
+
+def pack_matrix(prefix: str, M) -> dict:
+    """A dense or CSR matrix as plain arrays for ``arrays.npz``: ``{prefix: M}``, or its CSR
+    parts ``prefix_data``, ``prefix_indices``, ``prefix_indptr``, ``prefix_shape``."""
+    if sp.issparse(M):
+        M = sp.csr_matrix(M)
+        return {f"{prefix}_data": M.data, f"{prefix}_indices": M.indices,
+                f"{prefix}_indptr": M.indptr, f"{prefix}_shape": np.asarray(M.shape)}
+    return {prefix: np.asarray(M)}
+
+
+def unpack_matrix(prefix: str, arrays: dict):
+    """The matrix :func:`pack_matrix` stored under ``prefix``."""
+    if prefix in arrays:
+        return arrays[prefix]
+    return sp.csr_matrix((arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"],
+                          arrays[f"{prefix}_indptr"]), shape=tuple(arrays[f"{prefix}_shape"]))
 
 
 def _registry() -> dict:

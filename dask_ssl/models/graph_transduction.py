@@ -36,6 +36,7 @@ narrow band.
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -46,20 +47,24 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
-from ..graph.knn import DriverRows, query_knn
-from ..graph.weights import LOCAL, Graph, check_graph_params, edge_weights, query_widths
+from ..graph.knn import DriverRows
+from ..graph.weights import LOCAL, Graph, check_graph_params
+from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
 from ..solvers.graph import solve_graph_system
 from . import _transduction_selection as auto
 from ._clone import SharesClient
+from .base import OneVsRestLabels
 from ._constraints import AUTO, NON_NEGATIVE, SHARED, constraints, validate
 from ._graph_seam import clip_n_neighbors, estimator_graph, graph_term_weight_on
 from ._input import check_finite_local, fit_input, to_blocks
 from ._selection import enough_labels, warn_unchecked
+from ._transduction_serving import (Placement, place, place_block, restore, stored_arrays,
+                                   stored_info)
 from .rls import RLS
 
 
-class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
+class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEstimator):
     """Graph transduction with block CG on a distributed kNN graph, on a supervised prior.
 
     Solves ``(gamma_I M + I_L + mu I_U) F = Ybar + mu S_U``: ``S`` is the prior, RLS fitted on
@@ -176,12 +181,20 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         ``gamma_I_ = 0``, where the system is diagonal).
     history_ : list of ndarray
         Relative residual per class after each pass.
+    objective_ : float
+        The solved system's quadratic ``1/2 F'(gamma_I M + diag a) F - F'B + 1/2 sum B^2/a``
+        at ``scores_`` (0 at ``gamma_I_ = 0``): the thesis' objective times ``l/2`` without a
+        prior.
+    fit_seconds_ : float
+    data_shape_ : tuple of int
     graph_ : Graph
         Held on the workers of the fit's client, with the kNN indexes that place new rows. A
         pickle leaves it out and carries the training rows instead (gathered when pickling):
         the unpickled model places new rows by an exact search of them on the driver, which
         is the fit's own search below 5000 rows (``build_knn``'s ``exact_below``) and at
-        least as near above.
+        least as near above. A model directory (``save_model``) keeps the same rows, their
+        scores and the prior, and reports their bytes in ``model.json``'s ``stored_bytes``;
+        the loaded model scores row blocks on their workers.
     diagnostics_ : GraphDiagnostics
     """
 
@@ -266,6 +279,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         scores_init : ndarray of shape (n, n_classes), optional
             Seed for block CG (e.g. last night's ``scores_``).
         """
+        t0 = time.perf_counter()
         self._check_params()
         X, labels = fit_input(self, X, y, graph=graph)
         classes, codes = labels.classes, labels.codes
@@ -297,7 +311,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         client = get_client(self.client)
         setting = _Setting(metric, weights, prior, select=bool(choosing) and enough
                            and prior is not None)
-        (graph, diag, F, result, chosen, selection, prior_model, unit), restarts = \
+        (graph, diag, F, result, chosen, selection, prior_model, unit, objective), restarts = \
             solve_with_restarts(lambda: self._solve(X, client, graph, k, codes, classes.size,
                                                     scores_init, setting),
                                 what=type(self).__name__)
@@ -310,6 +324,9 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         self.n_features_in_ = int(X.shape[1])
         # the system's weight, l gamma_I_eff, back in gamma_I's units (see gamma_I)
         self.n_labeled_ = int(labeled.sum())
+        self.objective_ = float(objective)
+        self.data_shape_ = (n_rows, int(X.shape[1]))
+        self.fit_seconds_ = time.perf_counter() - t0
         self.gamma_I_effective_ = chosen["gamma_I"] / self.n_labeled_
         self.gamma_I_ = chosen["gamma_I"] / unit
         for row in selection or []:
@@ -338,9 +355,9 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
 
     def _solve(self, X, client, graph, k, codes, n_classes, scores_init, setting):
         """Graph (unless given), priors, selection and the final block CG: ``(graph,
-        diagnostics, F, result, chosen, selection, prior, unit)`` (``result`` None when the
-        system is diagonal; ``chosen["gamma_I"]`` the system's weight, ``unit`` that of
-        ``gamma_I = 1``). Everything here is on the workers, so a lost worker repeats all of
+        diagnostics, F, result, chosen, selection, prior, unit, objective)`` (``result`` None
+        when the system is diagonal; ``chosen["gamma_I"]`` the system's weight, ``unit`` that
+        of ``gamma_I = 1``; ``objective`` the solved system's, see ``objective_``). Everything here is on the workers, so a lost worker repeats all of
         it."""
         if graph is None:
             blocks = to_blocks(X, client, self.n_blocks)
@@ -371,6 +388,8 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
                       for train in [labeled, *trains]]
             S, *fold_priors = auto.prior_scores(models, X)
             prior_model = models[0]
+            # kept to score new rows, on any worker: without the fit's client
+            prior_model.client = None
 
         # the thesis' (1/l) sum (y - f)^2 + gamma_I_eff f^T M f, times l/2: the system's graph
         # weight is l gamma_I_eff
@@ -403,10 +422,15 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         if chosen["gamma_I"] == 0:
             # the diagonal system's solution, written as it is: the labels and the prior
             F = auto.targets(codes, labeled, np.ones(codes.size), S)
-            return graph, diag, F, None, chosen, selection, prior_model, unit
+            return graph, diag, F, None, chosen, selection, prior_model, unit, 0.0
         a = fidelity(chosen["unlabeled_weight"])
-        sol = solve(chosen["gamma_I"], a, auto.targets(codes, labeled, a, S), X0=scores_init)
-        return graph, diag, sol.F, sol.cg, chosen, selection, prior_model, unit
+        B = auto.targets(codes, labeled, a, S)
+        sol = solve(chosen["gamma_I"], a, B, X0=scores_init)
+        # the system's quadratic 1/2 F'(gamma_I M + diag a)F - F'B + 1/2 sum B^2/a at its
+        # solution, where F'(gamma_I M + diag a)F = F'B: no Laplacian product needed
+        held = a > 0
+        objective = 0.5 * (np.sum(B[held] ** 2 / a[held, None]) - np.sum(sol.F * B))
+        return graph, diag, sol.F, sol.cg, chosen, selection, prior_model, unit, objective
 
     def __getstate__(self):
         # graph_ is futures of the fit's client, which do not pickle. What placing new rows
@@ -415,9 +439,7 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         state = dict(super().__getstate__())
         graph = state.pop("graph_", None)
         if graph is not None and graph.neighbors is not None:
-            widths = graph.local_widths() if graph.t == LOCAL else None
-            state["_pickled_search"] = (DriverRows.gather(graph.neighbors), graph.weights,
-                                        graph.t, widths)
+            state["_pickled_search"] = self._driver_search()
         return state
 
     def _search(self):
@@ -429,36 +451,40 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         widths = graph.local_widths() if graph.t == LOCAL else None
         return graph.neighbors, graph.weights, graph.t, widths
 
+    def _driver_search(self):
+        """:meth:`_search` with the training rows gathered to the driver (what a model
+        directory keeps and a row block's worker searches), gathered once per fit."""
+        cached = self.__dict__.get("_pickled_search")
+        if cached is not None:
+            return cached
+        search = self._search()
+        if not isinstance(search[0], DriverRows):
+            search = (DriverRows.gather(search[0]), *search[1:])
+            self.__dict__["_pickled_search"] = search
+        return search
+
+    def _placement(self, search) -> Placement:
+        return Placement(search, self.scores_, self.class_weights_, self.prior_,
+                         self.gamma_I_effective_ * self.n_labeled_, self.unlabeled_weight_,
+                         self.n_neighbors_, self.search_epsilon)
+
     def _neighbor_scores(self, X):
         """Scores of new rows, times ``class_weights_``: each row's own equation of the
-        system, as if it joined the graph as an unlabeled row whose edges (to its training
-        neighbours, weights normalized to sum 1) leave the training scores as they are. It
-        minimizes ``gamma_I sum_j w_j (f - F_j)^2 + mu (f - s)^2``, so ``f = (gamma_I
-        mean_w(F) + mu s) / (gamma_I + mu)``, ``s`` the prior's scores of the row: the kNN mean
-        of the training scores without a prior (the thesis method), the prior alone at
-        ``gamma_I = 0`` (the supervised model's labels, on any row), and between them the
-        balance the training rows were solved with."""
+        system (:func:`._transduction_serving.place`). Row blocks are scored on their
+        workers, each searching the training rows exactly; rows in memory on the driver,
+        through the fit's kNN index while its workers hold it."""
         check_is_fitted(self, "scores_")
+        if isinstance(X, RowBlocks):
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features; {type(self).__name__} is "
+                                 f"expecting {self.n_features_in_}")
+            [placement] = X.client.scatter([self._placement(self._driver_search())],
+                                           broadcast=True, hash=False)
+            return np.concatenate(X.map(place_block, placement))
         X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                           ensure_all_finite=False)
         check_finite_local(X)
-        neighbors, weights, t, widths = self._search()
-        ind, dist = query_knn(neighbors, X, self.n_neighbors_, self.search_epsilon)
-        products = None
-        if t == LOCAL:
-            products = query_widths(widths, dist)[:, None] * widths[np.maximum(ind, 0)]
-        w = edge_weights(dist, weights, t, products)
-        w = np.where(np.isfinite(dist), w, 0.0)
-        # Far from every training row all heat weights underflow: fall back to a plain mean.
-        flat = w.sum(axis=1) <= 0
-        w[flat] = np.isfinite(dist[flat])
-        w /= w.sum(axis=1, keepdims=True)
-        F = np.einsum("mk,mkc->mc", w, self.scores_[np.maximum(ind, 0)])
-        if self.prior_ is not None:
-            prior = auto.target_scale(self.prior_.decision_function(X))
-            gamma, mu = self.gamma_I_effective_ * self.n_labeled_, self.unlabeled_weight_
-            F = prior if gamma == 0 else (gamma * F + mu * prior) / (gamma + mu)
-        return F * self.class_weights_
+        return place(self._placement(self._search()), X)
 
     def decision_function(self, X):
         """Out-of-sample scores: the class shares of :meth:`predict_proba`.
@@ -485,6 +511,17 @@ class GraphTransduction(SharesClient, ClassifierMixin, BaseEstimator):
         """Class of new rows: the largest kNN mean of F times ``class_weights_``."""
         scores = self._neighbor_scores(X)
         return self.classes_[np.argmax(scores, axis=1)]
+
+
+    # persistence (see artifact.py) --------------------------------------------------------
+    def _fitted_info(self) -> dict:
+        return stored_info(self, self._driver_search())
+
+    def _fitted_arrays(self) -> dict:
+        return stored_arrays(self, self._driver_search())
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        restore(self, arrays, doc)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton
 from ._clone import SharesClient
+from .artifact import pack_matrix, unpack_matrix
+from .base import OneVsRestLabels
 from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
@@ -86,7 +88,8 @@ def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
     return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
 
 
-class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
+class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, ClassifierMixin,
+                          BaseEstimator):
     """Shared fit / predict / persistence of LapRLS and LapSVM (see the subclasses)."""
 
     _LOSSES: tuple = ()
@@ -461,15 +464,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
             S = _block_decision(0, X, *args)
         return S[:, 0] if S.shape[1] == 1 else S
 
-    def _labels_from_scores(self, scores):
-        scores = np.asarray(scores)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
-
-    def predict(self, X):
-        return self._labels_from_scores(self.decision_function(X))
-
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
         if callable(self.kernel):
@@ -489,25 +483,14 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
-        P = self.expansion_points_
         arrays = {"dual_coef": self.dual_coef_, "intercept": self.intercept_,
-                  "classes": self.classes_}
-        if sp.issparse(P):
-            arrays.update(points_data=P.data, points_indices=P.indices,
-                          points_indptr=P.indptr, points_shape=np.asarray(P.shape))
-        else:
-            arrays["points"] = P
+                  "classes": self.classes_, **pack_matrix("points", self.expansion_points_)}
         if getattr(self, "landmark_indices_", None) is not None:
             arrays["landmark_indices"] = self.landmark_indices_
         return arrays
 
     def _restore(self, arrays: dict, doc: dict) -> None:
-        if "points" in arrays:
-            self.expansion_points_ = arrays["points"]
-        else:
-            self.expansion_points_ = sp.csr_matrix(
-                (arrays["points_data"], arrays["points_indices"], arrays["points_indptr"]),
-                shape=tuple(arrays["points_shape"]))
+        self.expansion_points_ = unpack_matrix("points", arrays)
         self.landmark_indices_ = arrays.get("landmark_indices")
         self.dual_coef_ = arrays["dual_coef"]
         self.intercept_ = arrays["intercept"]

@@ -49,11 +49,15 @@ from .steps import Steps, scalars
 
 ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
               "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
-              "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM"}
+              "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM",
+              "transduction": "GraphTransduction"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
 ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkpoint",
                    "gamma_I", "graph_normalization", "kernel", "kernel_params", "n_neighbors",
-                   "p", "loss", "n_components", "landmarks")
+                   "p", "loss", "n_components", "landmarks", "metric", "weights", "prior",
+                   "unlabeled_weight", "class_balance")
+#: Flags whose value ``none`` switches a feature off (the parameter None).
+NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
 FEATURE_MAP_FLAGS = ("n_components", "landmarks")
 JOB_FILE = "job.json"
@@ -103,7 +107,7 @@ def make_estimator(args):
             continue
         if flag not in accepted:
             raise CLIError(f"--{flag.replace('_', '-')} does not apply to --algorithm {args.algorithm}")
-        params[flag] = value
+        params[flag] = None if flag in NONE_FLAGS and value == "none" else value
     for flag in FEATURE_MAP_FLAGS:
         if flag in params and params.get("kernel", accepted.get("kernel")) is None:
             raise CLIError(f"--{flag.replace('_', '-')} sets the Nystrom feature map of a "

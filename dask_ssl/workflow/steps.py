@@ -40,6 +40,16 @@ def scores_of(est, blocks) -> np.ndarray:
     return np.asarray(est.decision_function(blocks))
 
 
+def training_scores(est, blocks) -> np.ndarray:
+    """Decision values of the rows ``est`` was fitted on: a transductive model's own answer
+    on them (``label_distributions_``, in :meth:`decision_function`'s form), where it has one,
+    else its decision function."""
+    P = getattr(est, "label_distributions_", None)
+    if P is None:
+        return scores_of(est, blocks)
+    return P[:, 1] - P[:, 0] if P.shape[1] == 2 else P
+
+
 def scalars(m: dict) -> dict:
     """The scalar metrics (the per-class table left out): what ``model.json`` records."""
     return {k: v for k, v in m.items() if isinstance(v, float)}
@@ -169,7 +179,7 @@ class Steps:
     def _scores(self, est, split, train, test) -> dict:
         """Decision values of the training rows and the metrics, with the round trips and
         bytes the training rows have cost so far (read, fit and these scores)."""
-        train_scores = scores_of(est, train)
+        train_scores = training_scores(est, train)
         y_train = split.y[split.train]
         labeled = split.labeled[split.train]
         # Transductive error: unlabeled training rows whose true label is known.
