@@ -63,7 +63,7 @@ def _positive_per_view(value, m: int, name: str, *, strict: bool) -> np.ndarray:
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'} and finite for every "
-                         f"view; view {j} has {values[j]!r}")
+                         f"view; view {j} has {float(values[j])!r}")
     return values
 
 
