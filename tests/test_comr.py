@@ -5,7 +5,9 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.neighbors import kneighbors_graph
+from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_ssl.multiview.comr as comr_module
 from dask_ssl.data import lines, two_moons, two_moons_two_lines
@@ -149,6 +151,24 @@ def test_predict_matches_views_by_name(moons, client):
         fitted.predict(Xs)
     with pytest.raises(ValueError, match="3 features"):
         fitted.predict({"moons": np.ones((2, 3)), "lines": np.ones((2, 2))})
+
+
+def test_every_parameter_is_checked_before_any_work():
+    # scikit-learn's check, as tests/test_vocabulary.py runs it on the exported estimators
+    check_param_validation("CoMR", CoMR())
+
+
+def test_three_classes_one_vs_rest_with_a_sparse_view(client):
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 40)
+    X = np.array([[0, 0], [3, 0], [0, 3]])[y] + rng.normal(size=(120, 2)) * 0.6
+    yl = np.where(np.arange(120) % 8 == 0, y, -1)
+    Xs = [X, sp.csr_matrix(X[:, :1])]
+    fitted = CoMR(gamma_I=1.0, **KERNEL).fit(Xs, yl, graph=_heat_graph(X, 8, client))
+    assert fitted.dual_coef_.shape == (120, 3) and fitted.view_features_ == (2, 1)
+    assert np.mean(fitted.transduction_ == y) > 0.9
+    np.testing.assert_array_equal(fitted.predict([X[:9], sp.csr_matrix(X[:9, :1])]),
+                                  fitted.transduction_[:9])
 
 
 # LINES (Rosenberg 4.4: l = 2, u = 500, t = 250, linear kernel, Table 4.2's settings) -------
