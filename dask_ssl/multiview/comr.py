@@ -11,9 +11,9 @@ manifold regularization with a modified graph term (Rosenberg Eq 4.3)::
     M~ = M^intr (I + (gamma_I / 2 lambda) M^intr)^-1.
 
 lambda -> infinity gives MR (LapRLS with ``M^intr``), lambda -> 0 the supervised RLS; the
-eigenvalues ``mu`` of ``M^intr`` become ``mu / (1 + gamma_I mu / 2 lambda)``, so the rough
-directions of the graph are penalized at most ``2 lambda / gamma_I`` each, like a Euclidean norm,
-and the smooth ones as in MR. By Rosenberg Thm 3.2.1 this is RLS with the one-view point-cloud
+eigenvalues ``mu`` of ``M^intr`` become ``mu / (1 + gamma_I mu / 2 lambda)``, so the term
+``gamma_I f^T M~ f`` weighs the graph's rough directions at most ``2 lambda`` each, like a
+Euclidean norm, and its smooth ones (``mu`` well below ``2 lambda / gamma_I``) as MR does. By Rosenberg Thm 3.2.1 this is RLS with the one-view point-cloud
 kernel of ``M~`` (:class:`~dask_ssl.multiview.MultiViewKernel`, equivalently the deformed kernel);
 the fit here solves the same minimizer as LapRLS does, with ``M~`` in place of ``L^p``
 (:func:`dask_ssl.solvers.dense.laprls_direct`), and predicts out of sample by the expansion
