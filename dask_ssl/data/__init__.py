@@ -16,6 +16,7 @@ from typing import Callable
 from .generators import g50c, rcv1_like, two_moons
 from .kdd99 import KDD99Encoding, read_kdd99
 from .multiview import read_multiview
+from .multiview_toys import lines, two_moons_two_lines
 from .splits import Split, stratified_split
 from .svmlight import read_svmlight
 
@@ -43,3 +44,4 @@ DATASETS = {
 
 __all__ = ["DATASETS", "Dataset", "KDD99Encoding", "Split", "g50c", "rcv1_like",
            "read_kdd99", "read_multiview", "read_svmlight", "stratified_split", "two_moons"]
+__all__ += ["lines", "two_moons_two_lines"]

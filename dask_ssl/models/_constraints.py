@@ -37,6 +37,7 @@ SHARED = {
     "gamma_I_pos": [NON_NEGATIVE],
     "gamma_I_neg": [NON_NEGATIVE],
     "gamma_u": [NON_NEGATIVE],
+    "gamma_C": [NON_NEGATIVE],  # coupling of views (thesis gamma_C, Rosenberg lambda)
     "pos_fraction": [Interval(Real, 0, 1, closed="neither"), None],
     "max_switches": [COUNT, None],
     "unlabeled_weight": [NON_NEGATIVE],

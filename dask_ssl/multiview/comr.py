@@ -1,0 +1,304 @@
+"""Manifold co-regularization, semi-supervised CoMR (Rosenberg 4.3.3).
+
+Two views of one input: the ambient view, an RKHS on the rows (kernel ``K``), and the intrinsic
+view, functions on the cloud of training rows whose smoothness is ``f^T M^intr f`` with
+``M^intr = 1e-6 I + L^p`` (a kNN graph's normalized Laplacian). The prediction is the ambient
+function alone (``a^a = 1``, ``a^i = 0``) and the views are coupled by ``lambda ||f^i - f^a||^2``
+(``M^coreg``, ordered sum). Minimizing over the intrinsic function in closed form leaves
+manifold regularization with a modified graph term (Rosenberg Eq 4.3)::
+
+    (1/l) sum_{labeled} (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I f^T M~ f,
+    M~ = M^intr (I + (gamma_I / 2 lambda) M^intr)^-1.
+
+lambda -> infinity gives MR (LapRLS with ``M^intr``), lambda -> 0 the supervised RLS; the
+eigenvalues ``mu`` of ``M^intr`` become ``mu / (1 + gamma_I mu / 2 lambda)``, so the term
+``gamma_I f^T M~ f`` weighs the graph's rough directions at most ``2 lambda`` each, like a
+Euclidean norm, and its smooth ones (``mu`` well below ``2 lambda / gamma_I``) as MR does. By Rosenberg Thm 3.2.1 this is RLS with the one-view point-cloud
+kernel of ``M~`` (:class:`~dask_ssl.multiview.MultiViewKernel`, equivalently the deformed kernel);
+the fit here solves the same minimizer as LapRLS does, with ``M~`` in place of ``L^p``
+(:func:`dask_ssl.solvers.dense.laprls_direct`), and predicts out of sample by the expansion
+``f(x) = sum_i alpha_i K(x_i, x)`` over the training rows.
+"""
+
+from __future__ import annotations
+
+import time
+from numbers import Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import Options
+from sklearn.utils.validation import check_is_fitted
+
+from ..kernels.base import check_kernel, kernel_matrix
+from ..kernels.deformed import graph_term_weight
+from ..linalg.blas import single_blas_thread
+from ..models._clone import SharesClient
+from ..models._constraints import NON_NEGATIVE, constraints, validate
+from ..models._graph_kernel import graph_regularizer
+from ..models._graph_seam import check_graph_combination, clip_n_neighbors
+from ..models._graph_weight import SEED_GAMMA_I, truth_of
+from ..models._input import Labels, encode_labels
+from ..models._rbf_width import default_rbf_gamma
+from ..models._selection import choose, enough_labels, table, warn_unchecked
+from ..models.manifold import AUTO_GAMMA_I, _loo_outputs
+from ..solvers.dense import laprls_direct
+from .kernels import _stack
+from .views import check_views, views_at_predict
+
+#: Rosenberg's ridge on the intrinsic regularizer, ``M^intr = 1e-6 I + L^p`` (4.4.1).
+INTRINSIC_RIDGE = 1e-6
+
+
+def _as_views(Xs):
+    """A bare matrix is one view; lists and dicts are checked as views."""
+    if sp.issparse(Xs) or isinstance(Xs, np.ndarray):
+        Xs = [Xs]
+    return check_views(Xs, min_views=1)
+
+
+def comr_regularizer(eigenvalues, eigenvectors, ratio) -> np.ndarray:
+    """``M~ = M (I + ratio M)^-1`` from the eigen-decomposition of ``M`` (Rosenberg Eq 4.3,
+    ``ratio = gamma_I / 2 lambda``): ``V diag(mu / (1 + ratio mu)) V^T``; ``ratio = 0`` is
+    ``M`` itself (lambda infinite)."""
+    mu = np.maximum(eigenvalues, 0.0)
+    shrunk = mu / (1.0 + ratio * mu)
+    Mt = (eigenvectors * shrunk) @ eigenvectors.T
+    return (Mt + Mt.T) * 0.5
+
+
+class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
+    """Manifold co-regularization (semi-supervised CoMR, Rosenberg 4.3.3), squared loss,
+    multi-class one-vs-rest.
+
+    ``alpha = (J K + gamma_A l I + gamma_I_eff l M~ K)^-1 Y`` with the CoMR penalty
+    ``M~ = M^intr (I + (gamma_I / 2 gamma_C) M^intr)^-1``, ``M^intr = 1e-6 I + L^p``;
+    ``f(x) = sum_i alpha_i K(x_i, x)`` (no bias).
+
+    Parameters
+    ----------
+    gamma_A : float, default 1e-6
+        Rosenberg's gamma_A, weight of the ambient norm ``||f||_K^2`` (loss ``(1/l) sum``).
+    gamma_I : float or "auto", default "auto"
+        Rosenberg's gamma_I, weight of the intrinsic term, before ``graph_normalization``.
+        0 is the supervised RLS. ``"auto"`` chooses it among ``AUTO_GAMMA_I`` of
+        :class:`~dask_ssl.models.LapRLS` (0, the supervised model, always a candidate) by
+        exact leave-one-out on the labeled rows (RLS with the CoMR point-cloud kernel; the
+        left-out row stays in the graph) and the rule of :mod:`dask_ssl.models._selection`.
+        With fewer than 5 labeled rows in a class the seeds' 1e4 is used, with a
+        :class:`~dask_ssl.models._selection.SelectionWarning`. The value used is
+        ``gamma_I_``, the table ``selection_``.
+    gamma_C : float, default 1.0
+        Rosenberg's lambda, the coupling ``lambda ||f^i - f^a||^2`` of the ambient and
+        intrinsic views (his experiments fix 1). ``np.inf`` is manifold regularization
+        (LapRLS with ``M^intr``), 0 the supervised RLS. ``graph_normalization`` scales it as
+        it scales gamma_I (both weigh sums over the cloud), so the ratio ``gamma_I / gamma_C``
+        that shapes ``M~`` is the seeds'.
+    kernel : str or callable, default "rbf"
+        The ambient kernel K on the rows (all views side by side), by
+        :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable. Rosenberg's
+        LINES uses ``"linear"``.
+    kernel_params : dict, optional
+        Its parameters; an RBF without ``gamma`` gets LapRLS's default width
+        (:func:`~dask_ssl.models._rbf_width.default_rbf_gamma`), in ``kernel_params_``.
+    n_neighbors : int, default 10
+        Rosenberg's nn, k of the kNN graph on the rows (at most n - 1, with a warning).
+    metric, weights, t, symmetrize, search_epsilon, random_state
+        The kNN graph, as in :class:`~dask_ssl.models.LapRLS` (heat weights
+        ``exp(-d^2 / 4t)``; Rosenberg's ``sigma^2 = 1`` is ``t = 0.5``).
+    normalized : bool, default True
+        ``L = I - D^-1/2 W D^-1/2`` (Rosenberg's), else ``D - W``.
+    p : int, default 1
+        Rosenberg's p, the power of the Laplacian in ``M^intr``.
+    graph_normalization : {"n2", "edges", "none"}, default "n2"
+        gamma_I_eff = gamma_I / (u + l)^2 (thesis ch. 2, the package's default), gamma_I /
+        sum W_ij, or gamma_I as Rosenberg writes Eq 4.3 (his Table 4.2 values need "none").
+    unlabeled : scalar, default -1
+        Marker of unlabeled rows in ``y``.
+    client, n_blocks
+        Cluster and row blocks of the kNN search.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    dual_coef_ : ndarray of shape (n, n_columns)
+        alpha per class column (one column for two classes, positive ``classes_[1]``).
+    intercept_ : ndarray of shape (n_columns,)
+        Zero.
+    expansion_points_ : ndarray or CSR of shape (n, sum of view widths)
+        The training rows, views side by side.
+    view_names_ : tuple of str or None
+        The views' names when ``Xs`` was a dict (``predict`` then matches them by name).
+    view_features_ : tuple of int
+        Each view's width.
+    n_features_in_ : int
+        Their sum.
+    kernel_params_ : dict
+    gamma_I_, gamma_I_effective_ : float
+        The gamma_I used and its normalized value.
+    gamma_C_effective_ : float
+        The coupling after ``graph_normalization``.
+    selection_ : list of dict
+        With ``gamma_I="auto"``: per candidate ``gamma_I``, leave-one-out ``errors``,
+        ``error``, ``stderr``, ``squared`` and ``chosen``; empty when nothing was chosen.
+    transduction_ : ndarray of shape (n,)
+    n_labeled_ : int
+    fit_seconds_ : float
+    """
+
+    def __init__(self, *, gamma_A=1e-6, gamma_I="auto", gamma_C=1.0, kernel="rbf",
+                 kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat",
+                 t=None, symmetrize="max", normalized=True, p=1, graph_normalization="n2",
+                 search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
+                 random_state=None):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.gamma_C = gamma_C
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.graph_normalization = graph_normalization
+        self.search_epsilon = search_epsilon
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    # gamma_C: also np.inf, the MR limit (the shared constraint is finite)
+    _parameter_constraints = constraints(__init__,
+                                         gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})])
+
+    def _check_params(self) -> None:
+        validate(self)
+        check_kernel(self.kernel, self.kernel_params)
+        check_graph_combination(self)
+
+    def fit(self, Xs, y, *, graph=None):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        Xs : list or dict of views, or one matrix
+            All training rows in each view (the same rows); a single array or sparse matrix
+            is one view. The ambient kernel and the graph see the views side by side.
+        y : array of shape (n,)
+            Classes, ``unlabeled`` on unlabeled rows.
+        graph : Graph, optional
+            A graph on exactly these rows (:func:`dask_ssl.graph.knn_graph`,
+            :meth:`~dask_ssl.graph.weights.Graph.from_scipy`) instead of a new kNN search.
+        """
+        t0 = time.perf_counter()
+        self._check_params()
+        views = _as_views(Xs)
+        n = views.n_rows
+        classes, codes = encode_labels(y, n, self.unlabeled)
+        labels = Labels(classes, codes, self.unlabeled)
+        if graph is not None and graph.n_rows != n:
+            raise ValueError(f"graph has {graph.n_rows} rows but Xs has {n}")
+        X = _stack(views.arrays)
+        kparams = dict(self.kernel_params or {})
+        if self.kernel == "rbf" and "gamma" not in kparams:
+            kparams["gamma"] = default_rbf_gamma(X)
+        K = kernel_matrix(X, kernel=self.kernel, kernel_params=kparams)
+        labeled = labels.labeled
+        Y = labels.columns()
+        k = clip_n_neighbors(self.n_neighbors, n) if graph is None else None
+        Lp, total = graph_regularizer(self, X, graph, n_neighbors=k)
+        # the dense algebra below: one BLAS thread (a threaded BLAS on a loaded host spins;
+        # an n = 500 eigh took 1.6 s with threads and 0.12 s without)
+        with single_blas_thread():
+            Lp = Lp + INTRINSIC_RIDGE * np.eye(n)
+            sol, gamma_I, weight = self._solve(K, Lp, Y, labeled, total)
+        self.classes_ = classes
+        self.dual_coef_ = sol.alpha
+        self.intercept_ = sol.intercept
+        self.expansion_points_ = X
+        self.view_names_ = views.names
+        self.view_features_ = views.n_features
+        self.n_features_in_ = int(sum(views.n_features))
+        self.kernel_params_ = kparams
+        self.gamma_I_ = gamma_I
+        self.gamma_I_effective_ = weight
+        unit = graph_term_weight(1.0, self.graph_normalization, n, total)
+        self.gamma_C_effective_ = float(self.gamma_C) * unit
+        self.n_labeled_ = int(labeled.sum())
+        self.transduction_ = self._labels_from_scores(self._scores(K @ sol.alpha))
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _solve(self, K, M, Y, labeled, total):
+        """``(solution, gamma_I, gamma_I_eff)`` with ``M = M^intr``: the given ``gamma_I``, or
+        the choice of "auto" (sets ``selection_``)."""
+        n = K.shape[0]
+        eigen = []  # M's eigen-decomposition, once, for every candidate that needs it
+
+        def penalty(g):
+            """``(M~, gamma_I_eff)`` at gamma_I = g; (None, 0) where the term vanishes."""
+            if g == 0 or self.gamma_C == 0:
+                return None, 0.0
+            if not eigen:
+                eigen.extend(np.linalg.eigh(M))
+            ratio = 0.0 if np.isinf(self.gamma_C) else g / (2.0 * self.gamma_C)
+            weight = graph_term_weight(g, self.graph_normalization, n, total)
+            return comr_regularizer(*eigen, ratio), weight
+
+        if self.gamma_I == "auto":
+            gammas = AUTO_GAMMA_I
+            if not enough_labels(truth_of(Y[labeled])):
+                warn_unchecked(self, "gamma_I")
+                gammas = (SEED_GAMMA_I,)
+        else:
+            gammas = (float(self.gamma_I),)
+        self.selection_ = []
+        if len(gammas) > 1:
+            # exact leave-one-out of RLS in each candidate's CoMR kernel (LapRLS's, with M~)
+            YL = Y[labeled]
+            outputs = []
+            for g in gammas:
+                Mt, w = penalty(g)
+                outputs.append(_loo_outputs(K, None if Mt is None else Mt @ K, w, Y, labeled,
+                                            self.gamma_A))
+            truth = truth_of(YL)
+            wrong = np.array([truth_of(out) != truth for out in outputs])
+            squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
+            best = choose(wrong, squared, supervised=list(gammas).index(0.0))
+            self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best)
+            gammas = (gammas[best],)
+        Mt, weight = penalty(gammas[0])
+        sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,
+                            gamma_A=self.gamma_A, gamma_I=weight)
+        return sol, gammas[0], weight
+
+    # prediction --------------------------------------------------------------------------
+    @staticmethod
+    def _scores(S):
+        return S[:, 0] if S.shape[1] == 1 else S
+
+    def decision_function(self, Xs):
+        """``f(x) = sum_i alpha_i K(x_i, x)`` per class column for new rows given as views
+        (matched to the fitted ones by name or position): shape (m,) for two classes
+        (positive ``classes_[1]``), (m, n_classes) otherwise."""
+        check_is_fitted(self, "dual_coef_")
+        if sp.issparse(Xs) or isinstance(Xs, np.ndarray):
+            Xs = [Xs]
+        views = views_at_predict(Xs, self.view_names_, self.view_features_)
+        Z = _stack(views.arrays)
+        S = kernel_matrix(Z, self.expansion_points_, kernel=self.kernel,
+                          kernel_params=self.kernel_params_) @ self.dual_coef_
+        return self._scores(S)
+
+    def _labels_from_scores(self, scores):
+        scores = np.asarray(scores)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, Xs):
+        return self._labels_from_scores(self.decision_function(Xs))

@@ -1,0 +1,242 @@
+"""CoMR (Rosenberg 4.3.3): its limits (MR and supervised RLS), its equivalence with RLS in the
+point-cloud kernel, its selection, LINES, and the multi-view toy generators."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.neighbors import kneighbors_graph
+from sklearn.utils.estimator_checks import check_param_validation
+
+import dask_ssl.multiview.comr as comr_module
+from dask_ssl.data import lines, two_moons, two_moons_two_lines
+from dask_ssl.graph import Graph
+from dask_ssl.kernels import kernel_matrix
+from dask_ssl.models._selection import SelectionWarning
+from dask_ssl.multiview import CoMR, MultiViewKernel
+from dask_ssl.multiview.comr import INTRINSIC_RIDGE, comr_regularizer
+from dask_ssl.graph.dense import regularizer_matrix
+from dask_ssl.solvers.dense import laprls_direct
+
+KERNEL = {"kernel": "rbf", "kernel_params": {"gamma": 2.0}}
+
+
+def _heat_graph(X, k, client):
+    """The symmetric kNN graph with heat weights ``exp(-d^2 / 2)``."""
+    W = kneighbors_graph(X, k, mode="distance")
+    W = W.maximum(W.T)
+    W.data = np.exp(-W.data ** 2 / 2.0)
+    return Graph.from_scipy(W, client=client, n_blocks=2)
+
+
+@pytest.fixture(scope="module")
+def moons(client):
+    """Two views (moons, lines) of 80 rows, 6 labels a class, and a 6-NN graph on them."""
+    (V1, V2), y = two_moons_two_lines(n=80, seed=3)
+    X = np.hstack([V1, V2])
+    graph = _heat_graph(X, 6, client)
+    yl = np.where(np.arange(80) < 12, y, 0)
+    return [V1, V2], X, y, yl, graph
+
+
+def _fit(moons, **params):
+    Xs, _, _, yl, graph = moons
+    base = dict(gamma_A=1e-2, gamma_I=1.0, graph_normalization="none", unlabeled=0, **KERNEL)
+    return CoMR(**{**base, **params}).fit(Xs, yl, graph=graph)
+
+
+def _M_intr(graph):
+    M = regularizer_matrix(graph, normalized=True, p=1)
+    return M + INTRINSIC_RIDGE * np.eye(M.shape[0])
+
+
+def test_infinite_coupling_is_manifold_regularization(moons):
+    Xs, X, _, yl, graph = moons
+    mr = _fit(moons, gamma_C=np.inf)
+    K = kernel_matrix(X, **KERNEL)
+    labeled = yl != 0
+    Y = np.where(labeled, yl, 0.0)[:, None]
+    sol = laprls_direct(K, _M_intr(graph), Y, labeled, gamma_A=1e-2, gamma_I=1.0)
+    np.testing.assert_allclose(mr.dual_coef_, sol.alpha, rtol=1e-10, atol=1e-12)
+    # (laprls_direct is LapRLS's dense solver: its fit with this graph and M^intr for L^p;
+    # the LapRLS estimator is not called here, its first fit warms the workers for seconds)
+    Z = [V[::3] + 0.05 for V in Xs]
+    # a large finite coupling approaches it
+    far = _fit(moons, gamma_C=1e7)
+    np.testing.assert_allclose(far.decision_function(Z), mr.decision_function(Z), atol=1e-5)
+    # ... and a moderate one is not it
+    assert np.abs(_fit(moons, gamma_C=0.1).decision_function(Z) - mr.decision_function(Z)).max() > 1e-3
+
+
+def test_vanishing_coupling_is_supervised_rls(moons):
+    Xs, X, _, yl, _ = moons
+    L = np.flatnonzero(yl != 0)
+    K = kernel_matrix(X, **KERNEL)
+    alpha = np.linalg.solve(K[np.ix_(L, L)] + 1e-2 * L.size * np.eye(L.size), yl[L])
+    Z = [V[::3] - 0.05 for V in Xs]
+    expected = kernel_matrix(np.hstack(Z), X[L], **KERNEL) @ alpha
+    np.testing.assert_allclose(_fit(moons, gamma_C=0.0).decision_function(Z), expected,
+                               atol=1e-8)
+    np.testing.assert_allclose(_fit(moons, gamma_C=1e-10).decision_function(Z), expected,
+                               atol=1e-6)
+    np.testing.assert_allclose(_fit(moons, gamma_I=0.0, gamma_C=1.0).decision_function(Z),
+                               expected, atol=1e-8)
+
+
+def test_comr_is_rls_in_its_point_cloud_kernel(moons):
+    """Thm 3.2.1 with one view, a = 1, gamma = gamma_A, lambda = gamma_I and M = M~: the
+    supervised RLS ``(K~_LL + l I)^-1 y`` predicts as CoMR does, out of sample."""
+    Xs, X, _, yl, graph = moons
+    gamma_A, gamma_I, gamma_C = 1e-2, 1.0, 0.05
+    fitted = _fit(moons, gamma_C=gamma_C)
+    mu, V = np.linalg.eigh(_M_intr(graph))
+    Mt = comr_regularizer(mu, V, gamma_I / (2 * gamma_C))
+    mvk = MultiViewKernel([X], M=Mt, gamma_C=gamma_I, gamma_A=gamma_A, **KERNEL)
+    L = np.flatnonzero(yl != 0)
+    alpha = np.linalg.solve(mvk(X[L]) + L.size * np.eye(L.size), yl[L])
+    Z = [V[1::4] for V in Xs]
+    np.testing.assert_allclose(fitted.decision_function(Z), mvk(np.hstack(Z), X[L]) @ alpha,
+                               atol=1e-7)
+
+
+def test_auto_gamma_I_keeps_the_supervised_candidate(moons):
+    fitted = _fit(moons, gamma_I="auto")
+    rows = fitted.selection_
+    assert [r["gamma_I"] for r in rows][0] == 0.0 and len(rows) > 1
+    assert sum(r["chosen"] for r in rows) == 1
+    chosen = next(r for r in rows if r["chosen"])
+    assert chosen["gamma_I"] == fitted.gamma_I_
+    supervised = rows[0]
+    assert chosen is supervised or chosen["errors"] < supervised["errors"]
+
+
+def test_too_few_labels_use_the_seeds_gamma_I_with_a_warning(moons):
+    Xs, _, y, _, graph = moons
+    yl = np.where(np.arange(80) < 4, y, 0)
+    with pytest.warns(SelectionWarning):
+        fitted = CoMR(gamma_I="auto", unlabeled=0, **KERNEL).fit(Xs, yl, graph=graph)
+    assert fitted.gamma_I_ == 1e4 and fitted.selection_ == []
+    assert fitted.transduction_.shape == (80,)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(y=np.zeros(79)), "79 entries"),
+    (dict(Xs=lambda Xs: [Xs[0], Xs[1][:79]]), "79"),
+    (dict(params=dict(gamma_C=-1.0)), "gamma_C"),
+    (dict(params=dict(gamma_A=0.0)), "gamma_A"),
+    (dict(params=dict(kernel="nope")), "kernel"),
+    (dict(y=np.zeros(80)), "no labeled rows"),
+])
+def test_bad_input_is_refused_before_any_work(moons, monkeypatch, change, match):
+    Xs, _, _, yl, _ = moons
+
+    def no_graph(*args, **kwargs):
+        raise AssertionError("the graph was built before the input was checked")
+
+    monkeypatch.setattr(comr_module, "graph_regularizer", no_graph)
+    Xs = change.get("Xs", lambda v: v)(Xs)
+    est = CoMR(unlabeled=0, **{**KERNEL, **change.get("params", {})})
+    with pytest.raises(ValueError, match=match):
+        est.fit(Xs, change.get("y", yl))
+
+
+def test_predict_matches_views_by_name(moons, client):
+    Xs, _, _, yl, graph = moons
+    named = {"moons": Xs[0], "lines": Xs[1]}
+    fitted = CoMR(gamma_I=1.0, unlabeled=0, **KERNEL).fit(named, yl, graph=graph)
+    swapped = {"lines": Xs[1], "moons": Xs[0]}
+    np.testing.assert_array_equal(fitted.predict(swapped), fitted.transduction_)
+    with pytest.raises(ValueError, match="named views"):
+        fitted.predict(Xs)
+    with pytest.raises(ValueError, match="3 features"):
+        fitted.predict({"moons": np.ones((2, 3)), "lines": np.ones((2, 2))})
+
+
+def test_every_parameter_is_checked_before_any_work():
+    # scikit-learn's check, as tests/test_vocabulary.py runs it on the exported estimators
+    check_param_validation("CoMR", CoMR())
+
+
+def test_three_classes_one_vs_rest_with_a_sparse_view(client):
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 40)
+    X = np.array([[0, 0], [3, 0], [0, 3]])[y] + rng.normal(size=(120, 2)) * 0.6
+    yl = np.where(np.arange(120) % 8 == 0, y, -1)
+    Xs = [X, sp.csr_matrix(X[:, :1])]
+    fitted = CoMR(gamma_I=1.0, **KERNEL).fit(Xs, yl, graph=_heat_graph(X, 8, client))
+    assert fitted.dual_coef_.shape == (120, 3) and fitted.view_features_ == (2, 1)
+    assert np.mean(fitted.transduction_ == y) > 0.9
+    np.testing.assert_array_equal(fitted.predict([X[:9], sp.csr_matrix(X[:9, :1])]),
+                                  fitted.transduction_[:9])
+
+
+# LINES (Rosenberg 4.4: l = 2, u = 500, t = 250, linear kernel, Table 4.2's settings) -------
+SEEDS = (0, 1, 2)
+GRAPH = dict(kernel="linear", p=1, graph_normalization="none", unlabeled=0)  # Table 4.2
+
+
+def _lines_errors(client, seed):
+    (X,), y = lines(seed=seed)
+    rng = np.random.default_rng(seed)
+    lab = [rng.choice(np.flatnonzero(y > 0)), rng.choice(np.flatnonzero(y < 0))]
+    rest = rng.permutation(np.setdiff1d(np.arange(y.size), lab))
+    train, test = np.r_[lab, rest[:500]], rest[500:750]
+    yl = np.r_[y[lab], np.zeros(500)]
+    # Rosenberg's graph: 10 neighbours, heat weights exp(-d^2 / 2 sigma^2), sigma^2 = 1 (the
+    # package's knn_graph with t = 0.5, exact here, built on the driver: no worker warm-up)
+    graph = _heat_graph(X[train], 10, client)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # MR is CoMR at gamma_C = inf (LapRLS with M^intr, the first test)
+        mr = CoMR(gamma_A=0.01, gamma_I=1e-6, gamma_C=np.inf, **GRAPH).fit([X[train]], yl,
+                                                                          graph=graph)
+        co = CoMR(gamma_A=1e-4, gamma_I=100.0, gamma_C=1.0, **GRAPH).fit([X[train]], yl,
+                                                                          graph=graph)
+    return (float(np.mean(mr.predict([X[test]]) != y[test])),
+            float(np.mean(co.predict([X[test]]) != y[test])))
+
+
+@pytest.fixture(scope="module")
+def lines_errors(client):
+    return np.array([_lines_errors(client, seed) for seed in SEEDS])
+
+
+def test_comr_reaches_rosenbergs_error_on_lines(lines_errors):
+    # Rosenberg Table 4.3: CoMR 1.0% (1.5) test error
+    assert lines_errors[:, 1].mean() <= 0.02
+
+
+@pytest.mark.xfail(strict=True, reason="on the project's reading of LINES (two noisy rays from "
+                   "the origin, data/multiview_toys.py) two labels already give the supervised "
+                   "and the MR rule about 1% test error, not Rosenberg's 7.7%: his geometry is "
+                   "not described enough to rebuild")
+def test_mr_fails_on_lines_as_rosenberg_reports(lines_errors):
+    assert lines_errors[:, 0].mean() >= 0.05
+
+
+# generators ------------------------------------------------------------------------------
+def test_toy_generators_are_seeded_prefixes_with_balanced_classes():
+    (a,), ya = lines(n=300, seed=5)
+    (b,), yb = lines(n=100, seed=5)
+    np.testing.assert_array_equal(a[:100], b)
+    assert not np.array_equal(lines(n=100, seed=6)[0][0], b)
+    assert set(np.unique(ya)) == {-1.0, 1.0} and ya.sum() == 0
+    # class +1 lies above the x-axis, class -1 below it, away from the origin
+    assert np.mean(np.sign(a[:, 1]) == ya) > 0.98
+    (m, l), y = two_moons_two_lines(n=120, seed=2)
+    Xm, ym = two_moons(n=120, seed=2)
+    np.testing.assert_array_equal(m, Xm)
+    np.testing.assert_array_equal(y, ym)
+    # view 1: the lines on either side of the diagonal, by class
+    assert np.all(np.sign(l[:, 1] - l[:, 0]) == y)
+    with pytest.raises(ValueError, match="noise"):
+        lines(noise=-1.0)
+
+
+def test_toy_generators_make_the_same_rows_on_the_workers(client):
+    blocks = two_moons_two_lines(n=50, seed=4, client=client, n_blocks=2)
+    (m, l), y = two_moons_two_lines(n=50, seed=4)
+    assert len(blocks) == 2
+    np.testing.assert_array_equal(np.vstack(client.gather(blocks[1].blocks)), l)
+    np.testing.assert_array_equal(blocks[0].gather_labels(), y)
