@@ -338,6 +338,13 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
         """Fitted weights as ``(k, d + 1)`` with the bias last: a ``coef_init`` for a retrain."""
         return np.column_stack([self.coef_, self.intercept_])
 
+    def _warm_start(self, X, classes) -> dict:
+        """``fit`` keywords that start a fit of the same estimator on the rows ``X`` with
+        ``classes`` from this model (a retrain): its weights, when the classes are the same."""
+        if not np.array_equal(classes, self.classes_):
+            return {}
+        return {"coef_init": self.coef_with_bias()}
+
 
 #: What a selection on the labeled rows chose (with the graph term's coefficient it gives),
 #: and its table (:mod:`._selection`), stored under the attribute's name where an estimator

@@ -81,9 +81,8 @@ class Run(Steps):
         self.state.update(status="running", started=now(), error=None)
         current = self._current_model()
         data = self.read(n_features=current.n_features_in_ if current is not None else None)
-        coef_init = current.coef_with_bias() if self.warm_start and current is not None else None
         with self._performance_report():
-            results = self.fit_all(data, coef_init=coef_init)
+            results = self.fit_all(data, start_from=current if self.warm_start else None)
             final = results[-1]
             with self.progress.phase("compare"):
                 decision = self._decide(data, final, current)
@@ -142,7 +141,7 @@ class Run(Steps):
         metrics, extra = self.model_fields(data, final)
         version = self.store.add(est, metrics=metrics, extra={
             **extra, "workflow": self.doc["name"], "run_dir": str(self.run_dir),
-            "warm_started_from": previous if self.warm_start and current is not None else None})
+            "warm_started_from": previous if self.warm_started else None})
         if not comparable:
             ok, reason = False, (f"cannot compare: the current model {previous} has "
                                  f"{current.n_features_in_} features, this data "

@@ -8,6 +8,7 @@ label, build and fit alike, and describe the model alike (:meth:`Steps.model_fie
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,8 @@ class Steps:
     """
 
     def __init__(self, doc: dict, client, progress, *, resume: bool = False):
+        #: whether the last fit started from an earlier model (``fit_all``'s ``start_from``)
+        self.warm_started = False
         self.doc = doc
         self.client = client
         self.progress = progress
@@ -107,10 +110,11 @@ class Steps:
                       for setting in sweep_values(sp)]
         return Data(blocks, encoding, path, splits)
 
-    def fit_all(self, data: Data, *, coef_init=None) -> list[dict]:
+    def fit_all(self, data: Data, *, start_from=None) -> list[dict]:
         """Fit and score each setting of the sweep; one result per setting, the last kept whole.
 
-        ``coef_init``: the weights to start from (a warm-started retrain).
+        ``start_from``: a fitted model of the same estimator to start each fit from (a
+        warm-started retrain), where the estimator has such a start (``_warm_start``).
         """
         results = []
         for k, ((key, value), split) in enumerate(data.splits):
@@ -119,7 +123,12 @@ class Steps:
             # Without held-out rows the training rows are the rows as read: no copy of them.
             train = split_mod.take(data.blocks, split.train) if held_out else data.blocks
             test = split_mod.take(data.blocks, split.test) if held_out else None
-            est = self._fit(train, split.train_labels(), last=last, coef_init=coef_init)
+            y_train = split.train_labels()
+            warm = {}
+            if start_from is not None and hasattr(start_from, "_warm_start"):
+                known = y_train[y_train != split_mod.UNLABELED]
+                warm = start_from._warm_start(train, np.unique(known))
+            est = self._fit(train, y_train, last=last, warm=warm)
             with self.progress.phase("scores"):
                 result = self._scores(est, split, train, test)
             if not last:  # only the final model's rows are written out
@@ -139,16 +148,17 @@ class Steps:
         return scalars(final["metrics"]), extra
 
     # parts ----------------------------------------------------------------------------------
-    def _fit(self, train, y_train, *, last: bool, coef_init):
+    def _fit(self, train, y_train, *, last: bool, warm: dict):
         if last:
             earlier = self.fitted_before()
             if earlier is not None:
                 return earlier
         name = self.doc["estimator"]["name"]
         est = build_estimator(name, self.estimator_params(), client=self.client)
-        fit_kw = {}
-        if coef_init is not None:
-            fit_kw["coef_init"] = coef_init
+        # a start from a model of another estimator (the workflow changed) is not taken
+        fit_kw = {k: v for k, v in warm.items()
+                  if k in inspect.signature(est.fit).parameters}
+        self.warm_started = bool(fit_kw)
         if "graph" in self.doc:
             fit_kw["graph"] = self._graph(train)
         checkpoint = getattr(est, "checkpoint", None)
