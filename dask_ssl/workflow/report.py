@@ -114,17 +114,21 @@ def plot_selection(selection: list[dict], path: Path, title: str) -> Path | None
     rows = [r for r in selection or [] if "error" in r]
     if len(rows) < 2:
         return None
-    labels = [", ".join(f"{k}={_short(v)}" for k, v in r.items()
-                        if k not in _SCORES and v is not None) or "supervised" for r in rows]
-    fig = _figure(width=max(6.0, 0.45 * len(rows) + 2.0), height=4.2)
+    # one setting a line under each candidate: several settings side by side do not fit
+    labels = ["\n".join(f"{k}={_short(v)}" for k, v in r.items()
+                         if k not in _SCORES and v is not None) or "supervised" for r in rows]
+    lines = max(label.count("\n") + 1 for label in labels)
+    widest = max(len(part) for label in labels for part in label.split("\n"))
+    fig = _figure(width=max(6.0, (0.12 * lines + 0.25) * len(rows) + 1.5),
+                  height=3.4 + 0.06 * widest)
     ax = fig.subplots()
     xs = range(len(rows))
     ax.errorbar(xs, [100 * r["error"] for r in rows], yerr=[100 * r["stderr"] for r in rows],
                 fmt="o", mfc="white", capsize=3)
     chosen = [i for i, r in enumerate(rows) if r.get("chosen")]
-    ax.plot(chosen, [100 * rows[i]["error"] for i in chosen], "o", color="C1",
+    ax.plot(chosen, [100 * rows[i]["error"] for i in chosen], "o", color="C1", zorder=3,
             label="chosen")
-    ax.set_xticks(list(xs), labels, rotation=60, ha="right", fontsize="small")
+    ax.set_xticks(list(xs), labels, rotation=90, fontsize="x-small")
     ax.set_ylabel("held-out error on labeled rows (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -134,4 +138,4 @@ def plot_selection(selection: list[dict], path: Path, title: str) -> Path | None
 
 
 def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
