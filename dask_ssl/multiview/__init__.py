@@ -2,5 +2,7 @@
 pushed to agree on the unlabeled rows."""
 
 from .views import Views, check_views, views_at_predict
+from .corls import CoRLS
 
 __all__ = ["Views", "check_views", "views_at_predict"]
+__all__ += ["CoRLS"]
