@@ -136,6 +136,9 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         validate(self)
         check_kernel(self.kernel, self.kernel_params)
         check_graph_combination(self)
+        if self.solver == "primal" and self._loss() == "hinge":
+            raise ValueError("the primal solver takes loss 'squared' or 'squared_hinge'; "
+                             "the hinge loss is solved by solver='direct' (the SVM dual)")
         if self.n_components is not None:
             if self._loss() == "hinge":
                 raise ValueError("n_components fits the squared hinge in Nystrom feature space; "
@@ -200,9 +203,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, ClassifierMixin, Ba
         solver = self.solver
         if solver == "auto":
             solver = "direct" if n_rows <= DIRECT_MAX_ROWS or self._loss() == "hinge" else "primal"
-        if solver == "primal" and self._loss() == "hinge":
-            raise ValueError("the primal solver takes loss 'squared' or 'squared_hinge'; "
-                             "the hinge loss is solved by solver='direct' (the SVM dual)")
         points = _gather_rows(X)
         check_finite_local(points)
         kparams = dict(self.kernel_params or {})
