@@ -3,6 +3,7 @@ pushed to agree on the unlabeled rows."""
 
 from .views import Views, check_views, views_at_predict
 from .corls import CoRLS
+from .colap import CoLapRLS, CoLapSVM
 
 __all__ = ["Views", "check_views", "views_at_predict"]
-__all__ += ["CoRLS"]
+__all__ += ["CoLapRLS", "CoLapSVM", "CoRLS"]
