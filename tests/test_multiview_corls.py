@@ -9,7 +9,8 @@ from sklearn.metrics.pairwise import rbf_kernel
 from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.multiview import CoRLS
 from dask_ssl.multiview import corls as corls_module
-from dask_ssl.multiview.corls import AUTO_GAMMA_C, SEED_GAMMA_C, corls_loo_outputs, corls_system
+from dask_ssl.multiview.corls import (AUTO_COUPLING, UNCHECKED_COUPLING, corls_loo_outputs,
+                                      corls_system)
 
 KPS = [{"gamma": 0.4}, {"gamma": 0.8}, {"gamma": 0.2}]
 
@@ -135,21 +136,22 @@ def test_leave_one_out_outputs_are_refits_without_the_row(formulation, combine):
 
 def test_auto_gamma_C_keeps_the_supervised_candidate_and_refits_at_the_choice():
     Xs, y, _ = problem(n=40, n_labeled=16)
-    est = CoRLS(kernel_params=KPS[:2]).fit(Xs, y)
-    assert [row["gamma_C"] for row in est.selection_] == list(AUTO_GAMMA_C)
-    assert AUTO_GAMMA_C[0] == 0.0
+    est = CoRLS(gamma_A=[1e-3, 3e-3], kernel_params=KPS[:2]).fit(Xs, y)
+    # the candidates follow the views' mean gamma_A; 0, the supervised model, comes first
+    assert [row["gamma_C"] for row in est.selection_] == [rho * 2e-3 for rho in AUTO_COUPLING]
+    assert AUTO_COUPLING[0] == 0.0
     chosen = [row for row in est.selection_ if row["chosen"]]
     assert len(chosen) == 1 and chosen[0]["gamma_C"] == est.gamma_C_
     assert all(0 <= row["errors"] <= 16 for row in est.selection_)
-    fixed = CoRLS(gamma_C=est.gamma_C_, kernel_params=KPS[:2]).fit(Xs, y)
+    fixed = CoRLS(gamma_A=[1e-3, 3e-3], gamma_C=est.gamma_C_, kernel_params=KPS[:2]).fit(Xs, y)
     np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_)
 
 
 def test_too_few_labels_keep_the_default_coupling_and_warn():
     Xs, y, _ = problem(n_labeled=6)
     with pytest.warns(SelectionWarning, match="gamma_C"):
-        est = CoRLS(kernel_params=KPS[:2]).fit(Xs, y)
-    assert est.gamma_C_ == SEED_GAMMA_C and est.selection_ == []
+        est = CoRLS(gamma_A=0.02, kernel_params=KPS[:2]).fit(Xs, y)
+    assert est.gamma_C_ == pytest.approx(UNCHECKED_COUPLING * 0.02) and est.selection_ == []
 
 
 def test_named_views_predict_by_name_and_combine_picks_a_view():
