@@ -92,29 +92,54 @@ def test_primal_solver_reaches_the_direct_fit(client):
     Xs, y, _, graphs, _ = problem(client, n=50)
     settings = dict(gamma_A=1e-3, gamma_I=10.0, p=1, kernel_params=KPS, client=client)
     direct = CoLapRLS(solver="direct", **settings).fit(Xs, y, graphs=graphs)
-    primal = CoLapRLS(solver="primal", tol=1e-10, max_iter=500, early_stopping=False,
+    primal = CoLapRLS(solver="primal", tol=1e-8, max_iter=500, early_stopping=False,
                       **settings).fit(Xs, y, graphs=graphs)
     for d, p in zip(direct.estimators_, primal.estimators_):
         np.testing.assert_allclose(p.decision_function(p.expansion_points_),
                                    d.decision_function(d.expansion_points_), rtol=1e-4,
                                    atol=1e-5)
+        assert p.n_iter_ > 1  # the iterative solver ran
 
 
-def test_auto_gamma_I_selects_per_view_and_graphs_are_built_when_not_given(client):
-    Xs, y, _, _, side = problem(client, n=60, n_labeled=14)
+def test_laprls_chooses_among_named_candidate_graphs(client):
+    """The learner's side of the selection: a dict of graphs is a set of candidates."""
+    Xs, y, _, graphs, _ = problem(client, n_labeled=14)
+    settings = dict(kernel_params=KPS[0], p=1, client=client)
+    one = LapRLS(gamma_I=20.0, **settings).fit(Xs[0], y, graph={"only": graphs[0]})
+    plain = LapRLS(gamma_I=20.0, **settings).fit(Xs[0], y, graph=graphs[0])
+    np.testing.assert_allclose(one.dual_coef_, plain.dual_coef_)
+    assert one.graph_name_ == "only" and plain.graph_name_ is None
+    two = LapRLS(**settings).fit(Xs[0], y, graph={"first": graphs[0], "second": graphs[1]})
+    assert {r["graph"] for r in two.selection_} == {None, "first", "second"}
+    assert two.graph_ is graphs[0 if two.graph_name_ == "first" else 1]
+    with pytest.raises(ValueError, match="graph 'b' has 30 rows but X has 60"):
+        LapRLS(**settings).fit(Xs[0], y, graph={
+            "a": graphs[0], "b": Graph.from_scipy(Ws_small(), client=client)})
+
+
+def test_auto_gamma_I_chooses_between_the_multiview_and_the_own_graph(client):
+    Xs, y, Ws, _, side = problem(client, n=60, n_labeled=14)
     est = CoLapRLS(kernel_params=KPS, n_neighbors=6, p=1, n_blocks=2, random_state=0,
                    client=client).fit(Xs, y)
-    for s in range(2):
-        rows = est.selection_[s]
-        assert rows and rows[0]["gamma_I"] == 0.0  # the supervised model is a candidate
-        chosen = [r for r in rows if r["chosen"]]
-        assert len(chosen) == 1 and chosen[0]["gamma_I"] == est.gamma_I_[s]
     # the multi-view graph is the mean of the views' 6-NN graphs
     W = est.graph_.to_scipy().toarray()
     assert np.allclose(W, W.T) and (W >= 0).all()
     for X in Xs:
         A = kneighbors_graph(X, 6, include_self=False).toarray()
         assert (W[(A + A.T) > 0] > 0).all()
+    for s, X in enumerate(Xs):
+        rows = est.selection_[s]
+        assert rows[0]["gamma_I"] == 0.0 and rows[0]["graph"] is None  # the supervised model
+        assert {r["graph"] for r in rows[1:]} == {"multiview", "own"}  # and the single-view one
+        chosen = [r for r in rows if r["chosen"]]
+        assert len(chosen) == 1 and chosen[0]["gamma_I"] == est.gamma_I_[s]
+        assert est.graph_names_[s] == (chosen[0]["graph"] or "multiview")
+        # the view's model is LapRLS at the chosen setting on the chosen graph
+        used = est.estimators_[s].graph_
+        assert (used is est.graph_) == (est.graph_names_[s] == "multiview")
+        fixed = LapRLS(kernel_params=KPS[s], gamma_I=est.gamma_I_[s], p=1, client=client).fit(
+            X, y, graph=used)
+        np.testing.assert_allclose(est.estimators_[s].dual_coef_, fixed.dual_coef_)
     assert est.score(Xs, side) == np.mean(est.transduction_ == side)
 
 
@@ -150,6 +175,11 @@ def test_bad_input_is_refused_before_any_work(client, monkeypatch, params, fit_a
         est = CoLapRLS(client=client, **params)
     with pytest.raises(ValueError, match=match):
         est.fit(Xs, y, graphs=given)
+
+
+def Ws_small():
+    W = kneighbors_graph(np.arange(30.0)[:, None], 2, include_self=False)
+    return W.maximum(W.T)
 
 
 def _no_work(*args, **kwargs):

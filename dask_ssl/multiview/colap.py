@@ -16,6 +16,14 @@ on that view's rows with the combined graph given, so the deformed kernel with
 ``M = (gamma_I_eff / gamma_A) L^p``, both of its solvers (direct and primal) and its
 ``gamma_I="auto"`` selection (``gamma_I = 0``, the supervised model, a candidate) apply as they
 are.
+
+Selection. A view whose ``gamma_I`` is ``"auto"`` chooses on the labeled rows among the
+multi-view graph and its own graph alone (the single-view LapRLS / LapSVM, the thesis' ``alpha =
+0`` for view 1), each with every ``gamma_I`` candidate, ``gamma_I = 0`` (the supervised model)
+first: LapRLS's exact leave-one-out and the rule of :mod:`dask_ssl.models._selection`, the
+learner given both graphs by name (:meth:`LapRLS.fit <dask_ssl.models.LapRLS.fit>`). The
+multi-view graph comes first, so it stands where the labels are too few to choose and on the
+primal solver (which chooses ``gamma_I`` on it by cross-validation).
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ from .views import check_views, views_at_predict
 #: gamma_I, the kernel), LapRLS's "auto" power and its solvers.
 _OVERRIDES = dict(PER_VIEW, gamma_I=[NON_NEGATIVE, AUTO, "array-like"], p=[COUNT, AUTO],
                   solver=[StrOptions(set(SOLVERS))])
+#: Names of a view's candidate graphs (``graph_names_``).
+MULTIVIEW, OWN = "multiview", "own"
 #: The parameters handed to each view's learner as they are.
 _SHARED_WITH_LEARNER = ("metric", "weights", "t", "symmetrize", "normalized", "p",
                         "graph_normalization", "solver", "tol", "max_iter", "early_stopping",
@@ -175,12 +185,17 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
         if graphs is None:
             k = clip_n_neighbors(self.n_neighbors, views.n_rows)
             graphs = [estimator_graph(self, to_blocks(X, client, self.n_blocks), k)
-                      if a > 0 else None for X, a in zip(views.arrays, weights)]
+                      if a > 0 or learner.gamma_I == "auto" else None
+                      for X, a, learner in zip(views.arrays, weights, learners)]
         graph = multiview_graph(graphs, weights, client=client, n_blocks=self.n_blocks)
-        for learner, X in zip(learners, views.arrays):
-            learner.fit(X, y, graph=graph)
+        for learner, X, own in zip(learners, views.arrays, graphs):
+            if learner.gamma_I == "auto" and own is not graph:
+                learner.fit(X, y, graph={MULTIVIEW: graph, OWN: own})
+            else:
+                learner.fit(X, y, graph=graph)
         self.estimators_ = learners
         self.graph_ = graph
+        self.graph_names_ = [est.graph_name_ or MULTIVIEW for est in learners]
         self.view_weights_ = weights
         self.gamma_I_ = np.array([est.gamma_I_ for est in learners])
         self.selection_ = [est.selection_ for est in learners]
@@ -217,9 +232,11 @@ _PARAMETERS = """
         value for every view or a list with one per view; as in :class:`LapRLS`.
     gamma_I : float, "auto" or list, default "auto"
         gamma_I^(s), each view's weight of the multi-view graph term ``f_s^T M f_s`` before
-        ``graph_normalization``, for every view or one per view; as in :class:`LapRLS`
-        (``"auto"`` chooses it per view on the labeled rows, ``gamma_I = 0``, the supervised
-        model, always a candidate; the table is in ``selection_[s]``).
+        ``graph_normalization``, for every view or one per view; as in :class:`LapRLS`.
+        ``"auto"`` chooses it per view on the labeled rows together with the graph: the
+        multi-view one or the view's own (the single-view model), ``gamma_I = 0`` (the
+        supervised model) always a candidate (:mod:`dask_ssl.multiview.colap`); the table is
+        in ``selection_[s]``.
     view_weights : array-like or None, default None
         a_s, the views' weights in the multi-view graph ``W = sum_s a_s W_s`` (scaled to sum
         to 1: the thesis' convex combination ``(1 - alpha, alpha)``); None: the mean of the
@@ -254,6 +271,9 @@ _PARAMETERS = """
     classes_ : ndarray
     graph_ : Graph
         The multi-view graph.
+    graph_names_ : list of str
+        Per view, the graph its learner used: ``"multiview"``, or ``"own"`` where the
+        selection chose the view's own graph (its learner's ``graph_``).
     view_weights_ : ndarray of shape (n_views,)
         The a_s used (summing to 1).
     gamma_I_ : ndarray of shape (n_views,)
