@@ -79,6 +79,20 @@ def test_coupled_system_is_the_printed_one_and_unlabeled_coefficients_balance():
     np.testing.assert_allclose(g1 * alpha, -g2 * beta, rtol=0, atol=1e-8)
 
 
+def test_unlabeled_coefficients_balance_for_any_number_of_views():
+    """The coupling terms cancel in the sum over the views: sum_s gamma_s alpha_s = 0 on every
+    unlabeled row (L1949 for two views), in both formulations."""
+    Xs, y, _ = problem(n_views=3, n_classes=3, n_labeled=15)
+    gammas = np.array([1e-2, 4e-2, 2e-2])
+    U = y < 0
+    for formulation in ("coupled", "averaged"):
+        est = CoRLS(gamma_A=gammas, gamma_C=0.5, mu=[0.5, 2.0], formulation=formulation,
+                    kernel_params=KPS).fit(Xs, y)
+        weighted = np.einsum("s,sic->ic", gammas, est.dual_coef_)
+        assert np.abs(est.dual_coef_[:, U]).max() > 1e-3
+        np.testing.assert_allclose(weighted[U], 0.0, rtol=0, atol=1e-8)
+
+
 @pytest.mark.parametrize("formulation, n_views", [("averaged", 2), ("averaged", 3),
                                                   ("coupled", 3)])
 def test_each_formulation_minimizes_its_own_objective(formulation, n_views):

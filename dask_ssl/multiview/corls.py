@@ -24,9 +24,9 @@ In general the rows of view ``s`` read
     [ c_s/(lZ) J K_s + gamma_s I + g (m-1) D K_s ] alpha_s - g D sum_{t != s} K_t alpha_t
         = c_s/(lZ) Y,          g = gamma_C / (l + u),
 
-one ``m n x m n`` system for every one-vs-rest column, solved with one LU. On rows outside
-``D``'s support and unlabeled, ``sum_s gamma_s alpha_(s,i) = 0`` (for two coupled views the
-thesis' ``gamma1 alpha_i = -gamma2 beta_i``, L1949). ``gamma_C = 0`` decouples it into one kernel
+one ``m n x m n`` system for every one-vs-rest column, solved with one LU. Summed over the
+views, the coupling terms cancel, so on every unlabeled row ``sum_s gamma_s alpha_(s,i) = 0``
+(for two views the thesis' ``gamma1 alpha_i = -gamma2 beta_i``, L1949). ``gamma_C = 0`` decouples it into one kernel
 RLS per view, ``alpha_s = (K_s,LL + (gamma_s l Z / c_s) I)^-1 Y_L`` on the labeled rows and 0
 elsewhere.
 """
