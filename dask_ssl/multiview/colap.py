@@ -282,7 +282,7 @@ _PARAMETERS = """
         Each view's Laplacian power used.
     selection_ : list of list of dict
         Each view's selection table (empty where nothing was chosen).
-    view_names_, view_features_, n_labeled_, transduction_, fit_seconds_
+    combine_, view_names_, view_features_, n_labeled_, transduction_, fit_seconds_
         As in :class:`~dask_ssl.multiview.CoRLS`.
 """
 

@@ -26,9 +26,9 @@ In general the rows of view ``s`` read
 
 one ``m n x m n`` system for every one-vs-rest column, solved with one LU. Summed over the
 views, the coupling terms cancel, so on every unlabeled row ``sum_s gamma_s alpha_(s,i) = 0``
-(for two views the thesis' ``gamma1 alpha_i = -gamma2 beta_i``, L1949). ``gamma_C = 0`` decouples it into one kernel
-RLS per view, ``alpha_s = (K_s,LL + (gamma_s l Z / c_s) I)^-1 Y_L`` on the labeled rows and 0
-elsewhere.
+(for two views the thesis' ``gamma1 alpha_i = -gamma2 beta_i``, L1949). ``gamma_C = 0``
+decouples it into one kernel RLS per view, ``alpha_s = (K_s,LL + (gamma_s l Z / c_s) I)^-1 Y_L``
+on the labeled rows and 0 elsewhere.
 """
 
 from __future__ import annotations
@@ -246,13 +246,17 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         classes, positive ``classes_[1]``).
     expansion_points_ : list
         Each view's training rows.
+    kernels_ : list
+        Each view's kernel.
     kernel_params_ : list of dict
         Each view's kernel parameters used.
+    combine_ : "mean" or int
+        The prediction's combination (a view's name resolved to its index).
     gamma_C_ : float
         The coupling used (the choice with "auto").
     selection_ : list of dict
-        With "auto": per candidate ``rho`` and ``gamma_C``, its leave-one-out ``errors`` (count, rate,
-        standard error), ``squared`` residual and whether it was ``chosen``
+        With "auto": per candidate ``rho`` and ``gamma_C``, its leave-one-out ``errors``
+        (count, rate, standard error), ``squared`` residual and whether it was ``chosen``
         (:func:`dask_ssl.models._selection.table`); empty otherwise.
     view_names_ : tuple or None
         The views' names (a dict's keys), or None for a list; predict takes the views the
