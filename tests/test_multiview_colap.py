@@ -1,6 +1,8 @@
 """CoLapRLS / CoLapSVM: one LapRLS / LapSVM per view with the multi-view graph, against the
 single-view estimators and a dense solve with the thesis' combination of Laplacians."""
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -53,6 +55,18 @@ def test_one_view_and_identical_graphs_are_laprls_with_that_graph(client):
         single.decision_function(new[0]) + other.decision_function(new[1])))
 
 
+def test_pickle_leaves_out_the_graphs_and_the_client(client):
+    Xs, y, _, graphs, _ = problem(client)
+    est = CoLapRLS(gamma_I=10.0, p=1, kernel_params=KPS, client=client).fit(Xs, y,
+                                                                           graphs=graphs)
+    est.client = None  # a Client does not pickle
+    back = pickle.loads(pickle.dumps(est))
+    assert not hasattr(back, "graph_") and not hasattr(back.estimators_[0], "graph_")
+    assert est.estimators_[0].client is client  # the fitted estimator keeps its learners'
+    new = [X[:6] + 0.05 for X in Xs]
+    np.testing.assert_array_equal(back.decision_function(new), est.decision_function(new))
+
+
 def test_convex_combination_of_the_views_laplacians(client):
     """normalized=False, p=1: each view solves Eq 2.12 with L = 0.3 L1 + 0.7 L2 (L1961)."""
     Xs, y, Ws, graphs, _ = problem(client)
@@ -72,14 +86,15 @@ def test_convex_combination_of_the_views_laplacians(client):
     np.testing.assert_allclose(est.gamma_I_, gI)
 
 
-def test_colapsvm_views_are_lapsvm_with_the_mean_graph(client):
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_colapsvm_views_are_lapsvm_with_the_mean_graph(client, loss):
     Xs, y, Ws, graphs, _ = problem(client)
-    est = CoLapSVM(gamma_A=1e-3, gamma_I=30.0, p=1, kernel_params=KPS, combine=1,
+    est = CoLapSVM(loss=loss, gamma_A=1e-3, gamma_I=30.0, p=1, kernel_params=KPS, combine=1,
                    client=client).fit({"shape": Xs[0], "side": Xs[1]}, y,
                                       graphs={"side": graphs[1], "shape": graphs[0]})
     mean = Graph.from_scipy(0.5 * (Ws[0] + Ws[1]), client=client, n_blocks=2)
-    svm = LapSVM(gamma_A=1e-3, gamma_I=30.0, p=1, kernel_params=KPS[1], client=client).fit(
-        Xs[1], y, graph=mean)
+    svm = LapSVM(loss=loss, gamma_A=1e-3, gamma_I=30.0, p=1, kernel_params=KPS[1],
+                 client=client).fit(Xs[1], y, graph=mean)
     np.testing.assert_allclose(est.estimators_[1].dual_coef_, svm.dual_coef_, rtol=1e-6,
                                atol=1e-8)
     np.testing.assert_allclose(est.estimators_[1].intercept_, svm.intercept_, rtol=1e-6,

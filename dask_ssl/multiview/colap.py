@@ -28,6 +28,7 @@ primal solver (which chooses ``gamma_I`` on it by cross-validation).
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -122,6 +123,17 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
         self.random_state = random_state
 
     _parameter_constraints = constraints(__init__, **_OVERRIDES)
+
+    def __getstate__(self):
+        # the views' learners were given this estimator's client: a pickle leaves it out of
+        # them (as it leaves out their graphs), so that ``est.client = None`` is all a caller
+        # does before pickling, as for LapRLS
+        state = super().__getstate__()
+        if "estimators_" in state:
+            state["estimators_"] = [copy.copy(est) for est in state["estimators_"]]
+            for est in state["estimators_"]:
+                est.client = None
+        return state
 
     def _learner_params(self) -> dict:
         return {name: getattr(self, name) for name in _SHARED_WITH_LEARNER}
