@@ -234,3 +234,23 @@ def test_out_of_range_parameters_are_refused_before_any_work(monkeypatch, params
 
 def _no_work(*args, **kwargs):
     raise AssertionError("a kernel was computed before the input was checked")
+
+
+def test_views_read_from_a_mat_file_fit_as_they_come(tmp_path):
+    """The reader's views (one of them sparse) go straight in: the file's class ids, -1 on the
+    rows left unlabeled, give the fit of the same views in memory."""
+    import scipy.io
+
+    from dask_ssl.data.multiview import read_multiview
+
+    Xs, y, truth = problem(n=30)
+    cells = np.empty((1, 2), dtype=object)
+    cells[0, 0], cells[0, 1] = Xs[0], sp.csc_matrix(Xs[1])
+    scipy.io.savemat(tmp_path / "views.mat", {"X": cells, "Y": (truth + 1)[:, None]})
+    views, ids = read_multiview(tmp_path / "views.mat")
+    assert sp.issparse(views[1])
+    labels = np.where(y >= 0, ids, -1)
+    est = CoRLS(gamma_C=1.0, kernel_params=KPS[:2]).fit(views, labels)
+    dense = CoRLS(gamma_C=1.0, kernel_params=KPS[:2]).fit(Xs, np.where(y >= 0, truth + 1, -1))
+    np.testing.assert_allclose(est.dual_coef_, dense.dual_coef_, rtol=1e-10)
+    assert set(est.classes_) == {1, 2}
