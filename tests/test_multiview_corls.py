@@ -203,6 +203,7 @@ def test_rbf_width_default_is_filled_per_view():
     (lambda Xs, y: (Xs, np.where(y == 1, 0, y)), "only one labeled class"),
     (lambda Xs, y: (Xs, np.full(y.size, -1)), "no labeled rows"),
     (lambda Xs, y: (Xs, y[:-1]), "y has 35 entries"),
+    (lambda Xs, y: ([np.zeros((10001, 1))] * 2, np.zeros(10001)), "dense system of 2 views"),
 ])
 def test_bad_input_is_refused_before_any_work(monkeypatch, change, match):
     monkeypatch.setattr(corls_module, "kernel_matrix", _no_work)
