@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import check_param_validation
 
 import dask_ssl.models as models
+import dask_ssl.multiview as multiview
 from dask_ssl.models._constraints import SHARED
 
 #: name -> meaning. Regularizers carry the seeds' symbols (gamma_A, gamma_I), so snake_case here
@@ -34,6 +35,11 @@ VOCABULARY = {
     "class_balance": "shares the unlabeled rows are cut to",
     "graph_normalization": "scaling of gamma_I: 1/(u+l)^2 (default), 1/sum W_ij or none",
     "loss": "V: 'squared', 'squared_hinge' or 'hinge'",
+    "gamma_C": "coupling between views (thesis gamma_C, Rosenberg lambda), over 1/(u+l)",
+    "mu": "weight of view 2's labeled loss against view 1's (thesis ch. 4 mu)",
+    "formulation": "CoRLS: the thesis' coupled system or Rosenberg's averaged one",
+    "view_weights": "weights of the views' graphs in the multi-view graph (thesis alpha)",
+    "combine": "multi-view prediction: the views' mean or one view",
     "initial_temperature": "DA's starting temperature T",
     "anneal_factor": "DA's temperature divisor R per stage",
     "anneal_tol": "DA's KL / entropy stopping tolerance (epsilon)",
@@ -103,6 +109,15 @@ OVERRIDES = {
     ("KernelDAS3VM", "loss"): "DA(l2) and DA(sqr) of thesis ch. 3",
     ("BranchAndBoundS3VM", "loss"): "the losses of thesis ch. 3",
 }
+# multi-view estimators: a hyperparameter of each view takes one value or a list per view
+for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
+    for _name in ("gamma_A", "kernel", "kernel_params"):
+        OVERRIDES[(_est, _name)] = "one value for every view or a list with one per view"
+for _est in ("CoLapRLS", "CoLapSVM"):
+    OVERRIDES[(_est, "gamma_I")] = "per view, 'auto' as LapRLS's"
+    OVERRIDES[(_est, "p")] = "'auto' as LapRLS's, on the multi-view graph"
+    OVERRIDES[(_est, "solver")] = "each view's LapRLS / LapSVM solvers"
+OVERRIDES[("CoLapSVM", "loss")] = "the two losses of thesis ch. 2"
 
 #: Estimators whose y holds unlabeled rows by default.
 SUPERVISED = {"L2SVM", "RLS", "ClassDependentLapRLS", "RegularizedSpectralClustering"}
@@ -110,6 +125,11 @@ SUPERVISED = {"L2SVM", "RLS", "ClassDependentLapRLS", "RegularizedSpectralCluste
 ESTIMATORS = [getattr(models, name) for name in models.__all__
               if inspect.isclass(getattr(models, name))
               and issubclass(getattr(models, name), BaseEstimator)]
+#: The multi-view estimators (they take a list of views, so scikit-learn's checks pass them by).
+MULTIVIEW = [getattr(multiview, name) for name in multiview.__all__
+             if inspect.isclass(getattr(multiview, name))
+             and issubclass(getattr(multiview, name), BaseEstimator)]
+ALL = ESTIMATORS + MULTIVIEW
 
 
 def _params(cls) -> dict:
@@ -120,9 +140,10 @@ def _params(cls) -> dict:
 def test_every_exported_estimator_is_walked():
     assert len(ESTIMATORS) == 13
     assert set(models.ESTIMATORS.values()) <= set(ESTIMATORS)
+    assert {"CoRLS", "CoLapRLS", "CoLapSVM"} <= {cls.__name__ for cls in MULTIVIEW}
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_names_are_the_vocabulary(cls):
     params = _params(cls)
     kinds = {p.kind for k, p in inspect.signature(cls.__init__).parameters.items()
@@ -139,7 +160,7 @@ def test_names_are_the_vocabulary(cls):
         assert "random_state" in params, "a kNN graph or Nystrom landmarks draw at random"
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_one_name_takes_one_set_of_values(cls):
     declared = cls._parameter_constraints
     assert set(declared) == set(_params(cls))
@@ -152,22 +173,23 @@ def test_one_name_takes_one_set_of_values(cls):
 
 #: Estimators with a graph term weighted by gamma_I (gamma_I_pos / gamma_I_neg).
 GRAPH_ESTIMATORS = {"LapRLS", "LapSVM", "LinearLapRLS", "LinearLapSVM", "GraphTransduction",
-                    "RegularizedSpectralClustering", "ClassDependentLapRLS"}
+                    "RegularizedSpectralClustering", "ClassDependentLapRLS", "CoLapRLS",
+                    "CoLapSVM"}
 
 
 def test_graph_estimators_scale_gamma_I_one_way_by_default():
-    by_name = {cls.__name__: cls for cls in ESTIMATORS}
+    by_name = {cls.__name__: cls for cls in ALL}
     for name in GRAPH_ESTIMATORS:
         assert _params(by_name[name])["graph_normalization"] == "n2", name
 
 
 def test_overrides_name_real_parameters():
-    by_name = {cls.__name__: cls for cls in ESTIMATORS}
+    by_name = {cls.__name__: cls for cls in ALL}
     for est, name in OVERRIDES:
         assert name in _params(by_name[est]), (est, name)
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_every_parameter_is_checked_before_any_work(cls):
     # scikit-learn's own check: _parameter_constraints covers every parameter, and fit raises
     # InvalidParameterError naming the parameter for a value of a wrong type or outside its

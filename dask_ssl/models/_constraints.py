@@ -37,7 +37,6 @@ SHARED = {
     "gamma_I_pos": [NON_NEGATIVE],
     "gamma_I_neg": [NON_NEGATIVE],
     "gamma_u": [NON_NEGATIVE],
-    "gamma_C": [NON_NEGATIVE],  # coupling of views (thesis gamma_C, Rosenberg lambda)
     "pos_fraction": [Interval(Real, 0, 1, closed="neither"), None],
     "max_switches": [COUNT, None],
     "unlabeled_weight": [NON_NEGATIVE],
@@ -45,6 +44,12 @@ SHARED = {
     "class_balance": [None, StrOptions({"labeled"}), "array-like"],
     "graph_normalization": [StrOptions(set(GRAPH_NORMALIZATIONS))],
     "loss": [StrOptions({"squared", "squared_hinge", "hinge"})],
+    # multi-view learning (thesis ch. 4; Rosenberg)
+    "gamma_C": [NON_NEGATIVE, AUTO],
+    "mu": [POSITIVE, "array-like"],
+    "formulation": [StrOptions({"coupled", "averaged"})],
+    "view_weights": ["array-like", None],
+    "combine": [Interval(Integral, 0, None, closed="left"), str],
     # deterministic annealing
     "initial_temperature": [POSITIVE],
     "anneal_factor": [Interval(Real, 1, None, closed="neither")],

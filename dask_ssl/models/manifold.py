@@ -139,6 +139,9 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         validate(self)
         check_kernel(self.kernel, self.kernel_params)
         check_graph_combination(self)
+        if self.solver == "primal" and self._loss() == "hinge":
+            raise ValueError("the primal solver takes loss 'squared' or 'squared_hinge'; "
+                             "the hinge loss is solved by solver='direct' (the SVM dual)")
         if self.n_components is not None:
             if self._loss() == "hinge":
                 raise ValueError("n_components fits the squared hinge in Nystrom feature space; "
@@ -166,7 +169,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         else:
             pairs = [(k, q) for k in ks for q in ps]
         if graph is not None:  # a given graph fixes the neighbours; only p can vary
-            pairs = [(None, q) for q in dict.fromkeys(q for _, q in pairs)]
+            names = list(graph) if isinstance(graph, dict) else [None]
+            pairs = [(name, q) for name in names for q in dict.fromkeys(q for _, q in pairs)]
         else:
             pairs = [(min(k, n_rows - 1), q) for k, q in pairs]
         return list(dict.fromkeys(pairs))
@@ -181,9 +185,13 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             All training rows; they become the expansion points.
         y : array of shape (n,), optional
             Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
-        graph : Graph, optional
+        graph : Graph or dict of Graph, optional
             A graph on exactly these rows (e.g. from :func:`dask_ssl.graph.knn_graph` or
-            :meth:`Graph.from_scipy`), used instead of a new kNN search.
+            :meth:`Graph.from_scipy`), used instead of a new kNN search. A dict names
+            candidate graphs: the direct solver chooses among them as among the "auto" graph
+            settings (the name chosen is ``graph_name_`` and the ``graph`` column of
+            ``selection_``); the first stands where nothing is chosen (too few labels, the
+            primal solver, ``n_components``).
         resume : bool, default False
             For the interface of the CLI; these estimators have no outer loop to resume.
         """
@@ -191,9 +199,12 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self._check_params()
         if resume:
             raise ValueError(f"{type(self).__name__} has no checkpoint to resume from")
-        X, labels = fit_input(self, X, y, graph=graph)
+        named = isinstance(graph, dict)
+        X, labels = fit_input(self, X, y, graph=None if named else graph)
         classes, codes = labels.classes, labels.codes
         n_rows = codes.size
+        if named:
+            _check_named_graphs(graph, n_rows)
         if self.n_components is not None:
             if self.n_components > n_rows:
                 raise ValueError(f"n_components={self.n_components} exceeds the {n_rows} rows")
@@ -203,9 +214,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         solver = self.solver
         if solver == "auto":
             solver = "direct" if n_rows <= DIRECT_MAX_ROWS or self._loss() == "hinge" else "primal"
-        if solver == "primal" and self._loss() == "hinge":
-            raise ValueError("the primal solver takes loss 'squared' or 'squared_hinge'; "
-                             "the hinge loss is solved by solver='direct' (the SVM dual)")
         points = _gather_rows(X)
         check_finite_local(points)
         kparams = dict(self.kernel_params or {})
@@ -229,9 +237,13 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.graph_ = graphs[chosen[0]]
         self.diagnostics_ = graph_diagnostics(self.graph_)
         warn_graph(self.diagnostics_, labeled)
-        self.n_neighbors_ = chosen[0]
+        self.n_neighbors_ = None if named else chosen[0]
+        self.graph_name_ = chosen[0] if named else None
         self.p_ = chosen[1]
         self.selection_ = fitted.pop("selection")
+        if named:  # the candidates' column holds their names, not neighbour counts
+            for row in self.selection_:
+                row["graph"] = row.pop("n_neighbors")
         for key, value in fitted.items():
             setattr(self, key, value)
         self.classes_ = classes
@@ -254,6 +266,10 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         if self.kernel == "rbf" and "gamma" not in kparams:
             kparams["gamma"] = blocks_rbf_gamma(blocks)
         setting = self._graph_candidates(blocks.n_rows, graph)[0]
+        self.graph_name_ = None
+        if isinstance(graph, dict):
+            self.graph_name_, graph = setting[0], graph[setting[0]]
+            setting = (None, setting[1])
         if graph is None:
             graph = estimator_graph(self, blocks, setting[0])
         fitted = fit_nystrom(self, blocks, labels, graph, setting, kparams, client)
@@ -275,8 +291,11 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         graphs = {}
         for k, _ in candidates:
             if k not in graphs:
-                graphs[k] = graph if k is None else estimator_graph(
-                    self, to_blocks(X, client, self.n_blocks), k)
+                if isinstance(graph, dict):
+                    graphs[k] = graph[k]
+                else:
+                    graphs[k] = graph if k is None else estimator_graph(
+                        self, to_blocks(X, client, self.n_blocks), k)
         if solver == "direct":
             return graphs, self._fit_direct(K, graphs, candidates, Y, labeled)
         return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
@@ -479,6 +498,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                 "kernel_params_": self.kernel_params_,
                 "gamma_I_effective": float(self.gamma_I_effective_),
                 "n_neighbors_": self.n_neighbors_, "p_": int(self.p_),
+                "graph_name_": getattr(self, "graph_name_", None),
                 "gamma_I_": float(self.gamma_I_), "selection_": self.selection_}
 
     def _fitted_arrays(self) -> dict:
@@ -498,6 +518,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.kernel_params_ = doc["kernel_params_"]
         self.gamma_I_effective_ = doc["gamma_I_effective"]
         self.n_neighbors_, self.p_ = doc["n_neighbors_"], doc["p_"]
+        self.graph_name_ = doc.get("graph_name_")
         # models stored before gamma_I was chosen used the gamma_I they were given
         self.gamma_I_ = doc.get("gamma_I_", doc["params"]["gamma_I"])
         self.selection_ = doc.get("selection_", [])
@@ -508,6 +529,20 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.n_iter_ = doc["n_iter"]
         self.fit_seconds_ = doc["fit_seconds"]
         self.history_ = doc.get("history", [])
+
+
+def _check_named_graphs(graphs: dict, n_rows: int) -> None:
+    """Candidate graphs given by name: at least one, named by strings, each a Graph on the
+    ``n_rows`` rows of the fit."""
+    if not graphs:
+        raise ValueError("graph is an empty dict; give at least one candidate graph")
+    for name, g in graphs.items():
+        if not isinstance(name, str):
+            raise ValueError(f"candidate graphs are named by strings, got {name!r}")
+        if not isinstance(g, Graph):
+            raise ValueError(f"graph {name!r} must be a Graph, got {type(g).__name__}")
+        if g.n_rows != n_rows:
+            raise ValueError(f"graph {name!r} has {g.n_rows} rows but X has {n_rows}")
 
 
 def _squeeze(values: np.ndarray):
@@ -643,7 +678,9 @@ class LapRLS(_ManifoldClassifier):
     gamma_I_effective_ : float
         The coefficient of ``f^T M f`` after normalization.
     n_neighbors_, p_ : int
-        The graph used.
+        The graph used (``n_neighbors_`` None for a graph given to ``fit``).
+    graph_name_ : str or None
+        The candidate graph chosen when ``fit`` was given a dict of them, else None.
     selection_ : list of dict
         With "auto" settings: per candidate ``n_neighbors``, ``p``, ``gamma_I``, its
         held-out ``errors`` (count, rate, standard error), ``squared`` residual and whether
