@@ -243,11 +243,12 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             """``(M~, gamma_I_eff)`` at gamma_I = g; (None, 0) where the term vanishes."""
             if g == 0 or self.gamma_C == 0:
                 return None, 0.0
+            weight = graph_term_weight(g, self.graph_normalization, n, total)
+            if np.isinf(self.gamma_C):
+                return M, weight  # M~ = M: manifold regularization, no eigen-decomposition
             if not eigen:
                 eigen.extend(np.linalg.eigh(M))
-            ratio = 0.0 if np.isinf(self.gamma_C) else g / (2.0 * self.gamma_C)
-            weight = graph_term_weight(g, self.graph_normalization, n, total)
-            return comr_regularizer(*eigen, ratio), weight
+            return comr_regularizer(*eigen, g / (2.0 * self.gamma_C)), weight
 
         if self.gamma_I == "auto":
             gammas = AUTO_GAMMA_I
