@@ -118,6 +118,7 @@ for _est in ("CoLapRLS", "CoLapSVM"):
     OVERRIDES[(_est, "p")] = "'auto' as LapRLS's, on the multi-view graph"
     OVERRIDES[(_est, "solver")] = "each view's LapRLS / LapSVM solvers"
 OVERRIDES[("CoLapSVM", "loss")] = "the two losses of thesis ch. 2"
+OVERRIDES[("CoMR", "gamma_C")] = "inf gives its MR limit; no 'auto' (gamma_I is what it selects)"
 
 #: Estimators whose y holds unlabeled rows by default.
 SUPERVISED = {"L2SVM", "RLS", "ClassDependentLapRLS", "RegularizedSpectralClustering"}
