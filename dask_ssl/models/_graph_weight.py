@@ -158,3 +158,25 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
             held_out[held] = O[np.ix_(held, cols)]
         outputs.append(held_out)
     return _select(outputs, Yl, scale)
+
+
+def confirm(selection: list, candidates: list, held_out: list, Yl, loss, *,
+            proxy: str) -> int:
+    """Decide between the supervised candidate and a proxy's pick by the estimator's own loss.
+
+    ``held_out`` are the held-out outputs (shape of ``Yl``, +1/-1 targets of the labeled rows)
+    of the supervised fit and of the pick's, by :data:`CV_FOLDS`-fold cross-validation on the
+    same folds; ``loss(F, Y)`` the estimator's loss entry by entry. The rule of
+    :mod:`._selection` chooses (index 0 the supervised, 1 the pick); the proxy's rows of
+    ``selection`` are marked ``criterion=proxy`` and none of them ``chosen``, and the two
+    ``candidates`` (their settings) join it with ``criterion="cv"``. Returns the index."""
+    truth = truth_of(Yl)
+    wrong = np.array([truth_of(out) != truth for out in held_out])
+    squared = np.array([loss(out, Yl).sum(axis=1) for out in held_out])
+    best = choose(wrong, squared, supervised=0)
+    for row in selection:
+        row.update(criterion=proxy, chosen=False)
+    selection.extend({**row, "criterion": "cv"}
+                     for row in table(candidates, wrong, squared, best))
+    return best
+

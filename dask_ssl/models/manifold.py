@@ -48,7 +48,7 @@ from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_g
                           graph_term_weight_on)
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
-from ._graph_weight import CV_TOL, SEED_GAMMA_I, truth_of
+from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
 from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, table,
@@ -768,18 +768,11 @@ class LapSVM(_ManifoldClassifier):
             for j, w in enumerate((0.0, weight)):
                 fit = self._solve_dense(K, M, w, Y * train[:, None], train)
                 held_out[j][fold == f] = K[L[fold == f]] @ fit["dual_coef_"] + fit["intercept_"]
-        truth = truth_of(YL)
-        wrong = np.array([truth_of(out) != truth for out in held_out])
-        squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in held_out])
-        best = choose(wrong, squared, supervised=0)
         graph = chosen_row(selection)
-        for row in selection:
-            row.update(criterion="loo", chosen=False)
-        selection.extend(table([{"n_neighbors": None, "p": None, "gamma_I": 0.0},
-                                {"n_neighbors": graph["n_neighbors"], "p": graph["p"],
-                                 "gamma_I": gamma_I}], wrong, squared, best))
-        for row in selection[-2:]:
-            row["criterion"] = "cv"
+        best = confirm(selection, [{"n_neighbors": None, "p": None, "gamma_I": 0.0},
+                                   {"n_neighbors": graph["n_neighbors"], "p": graph["p"],
+                                    "gamma_I": gamma_I}],
+                       held_out, YL, self._loss_values, proxy="loo")
         return (weight, gamma_I) if best == 1 else (0.0, 0.0)
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
