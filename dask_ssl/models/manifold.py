@@ -667,8 +667,9 @@ class LapRLS(_ManifoldClassifier):
         it was ``chosen`` (:func:`dask_ssl.models._selection.table`). On the direct solver
         they are leave-one-out figures, and LapSVM adds the two rows of its confirmation
         (``criterion="cv"``); on the primal solver every row is a cross-validation one
-        (``criterion="cv"``, ``squared`` the estimator's own loss). Empty when nothing was
-        chosen.
+        (``criterion="cv"``, ``squared`` the estimator's own loss); with ``n_components``
+        the linear estimator's table (LapSVM's with the rows of :class:`LinearLapSVM`'s
+        confirmation). Empty when nothing was chosen.
     landmark_indices_ : ndarray of shape (m,) or None
         With ``n_components``: the training rows that are the landmarks (the expansion points).
     n_components_ : int or None
@@ -757,7 +758,8 @@ class LapSVM(_ManifoldClassifier):
         """LapRLS's leave-one-out chose the graph candidate; whether it beats the supervised
         SVM is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold cross-validation on
         the labeled rows (both fits on the same folds; the squared hinge of the held-out rows
-        is the paired residual). Both rows join ``selection`` with ``criterion="cv"``."""
+        is the paired residual; :func:`._graph_weight.confirm`, shared with
+        :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
