@@ -24,6 +24,16 @@ The shares reach far above 1 because the graph term may have to dominate: on tex
 whose classes a linear model can follow only through the unlabeled rows (RCV1-like, 30 k rows,
 100 labels), the error falls from 18% at ``rho = 0`` to 3% at ``rho`` about 160; on KDD99 (1000
 labels) every share above 0 raised it.
+
+LinearLapRLS's leave-one-out (or cross-validation) scores the squared loss; for LinearLapSVM,
+whose loss is the squared hinge, that is a proxy. :func:`svm_held_out` checks the proxy's pick
+with the SVM's own loss: the L2-SVM with the graph term, restricted to the labeled rows, is the
+kernel L2-SVM of the deformed Gram matrix ``K = X_l (gamma_A I + gamma_I H)^-1 X_l^T``
+(:func:`deformed_gram`; ``w = (gamma_A I + gamma_I H)^-1 X_l^T alpha`` and
+``w^T (gamma_A I + gamma_I H) w = alpha^T K alpha``), so each fold's fit is a finite Newton
+solve over the ``l`` labeled rows on the driver, with the graph of every row inside ``K``.
+:func:`confirm` records and decides that check, as :class:`~dask_ssl.models.LapSVM` does its
+own.
 """
 
 from __future__ import annotations
@@ -158,3 +168,72 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
             held_out[held] = O[np.ix_(held, cols)]
         outputs.append(held_out)
     return _select(outputs, Yl, scale)
+
+
+def squared_hinge(F, Y):
+    """Squared hinge of outputs ``F`` against +1/-1 targets ``Y``, entry by entry."""
+    return np.maximum(0.0, 1.0 - Y * F) ** 2
+
+
+def confirm(selection: list, candidates: list, held_out: list, Yl, loss, *,
+            proxy: str) -> int:
+    """Decide between the supervised candidate and a proxy's pick by the estimator's own loss.
+
+    ``held_out`` are the held-out outputs (shape of ``Yl``, +1/-1 targets of the labeled rows)
+    of the supervised fit and of the pick's, by :data:`CV_FOLDS`-fold cross-validation on the
+    same folds; ``loss(F, Y)`` the estimator's loss entry by entry. The rule of
+    :mod:`._selection` chooses (index 0 the supervised, 1 the pick); the proxy's rows of
+    ``selection`` are marked ``criterion=proxy`` and none of them ``chosen``, and the two
+    ``candidates`` (their settings) join it with ``criterion="cv"``. Returns the index."""
+    truth = truth_of(Yl)
+    wrong = np.array([truth_of(out) != truth for out in held_out])
+    squared = np.array([loss(out, Yl).sum(axis=1) for out in held_out])
+    best = choose(wrong, squared, supervised=0)
+    for row in selection:
+        row.update(criterion=proxy, chosen=False)
+    selection.extend({**row, "criterion": "cv"}
+                     for row in table(candidates, wrong, squared, best))
+    return best
+
+
+def deformed_gram(Xl, gamma_A: float, weight: float, *, H=None, graph_product=None,
+                  maxiter: int = 1000) -> np.ndarray:
+    """``X_l (gamma_A I + weight H)^-1 X_l^T`` over the labeled rows ``Xl`` of ``[X, 1]``.
+
+    ``H`` (dim x dim, the Gram path) is factored by Cholesky; without it, ``graph_product``
+    (``P -> H P``, distributed) serves a block CG with one column per labeled row, to
+    :data:`CV_TOL`. ``weight = 0`` is the linear kernel over ``gamma_A``."""
+    from ..linalg.block_cg import LocalSystem, block_cg
+
+    dense = Xl.toarray() if hasattr(Xl, "toarray") else np.asarray(Xl, dtype=float)
+    if weight == 0:
+        K = dense @ dense.T / gamma_A
+    elif H is not None:
+        B = weight * H
+        B[np.diag_indices_from(B)] += gamma_A
+        K = dense @ scipy.linalg.cho_solve(scipy.linalg.cho_factor(B), dense.T)
+    else:
+        system = LocalSystem(lambda P: gamma_A * P + weight * graph_product(P), dense.T)
+        block_cg(system, tol=CV_TOL, maxiter=maxiter)
+        K = dense @ system.solution()
+    return 0.5 * (K + K.T)
+
+
+def svm_held_out(K, cl, Yl, fold, *, tol: float, max_iter: int) -> np.ndarray:
+    """Held-out outputs of the L2-SVM of the Gram matrix ``K`` over the labeled rows (costs
+    ``cl``, +1/-1 targets ``Yl``) by the folds ``fold``: each (fold, target) minimizes
+    ``1/2 alpha^T K alpha + 1/2 sum c_i max(0, 1 - y_i f_i)^2`` over the other folds' rows,
+    their costs normalized to sum to 1 as in the fit (finite Newton, exact line search:
+    :func:`~dask_ssl.models._kernel_s3vm.fit_weighted`)."""
+    from ._kernel_s3vm import fit_weighted
+
+    out = np.empty_like(np.asarray(Yl, dtype=float))
+    for f in range(int(fold.max()) + 1):
+        held = fold == f
+        c = np.where(held, 0.0, cl) / cl[~held].sum()
+        for t in range(Yl.shape[1]):
+            cpos, cneg = np.where(Yl[:, t] > 0, c, 0.0), np.where(Yl[:, t] < 0, c, 0.0)
+            _, F, _, _ = fit_weighted(K, cpos, cneg, 1.0, "squared_hinge", tol=tol,
+                                      max_iter=max_iter)
+            out[held, t] = F[held]
+    return out

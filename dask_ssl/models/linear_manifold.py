@@ -45,8 +45,9 @@ from ..solvers.mfn import MFNSolver, RidgeTerm
 from ._constraints import KERNELS, constraints
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
-from ._graph_weight import SEED_GAMMA_I, cv_gamma_I, loo_gamma_I, truth_of
-from ._selection import enough_labels, warn_unchecked
+from ._graph_weight import (SEED_GAMMA_I, confirm, cv_gamma_I, deformed_gram, loo_gamma_I,
+                            squared_hinge, svm_held_out, truth_of)
+from ._selection import CV_FOLDS, chosen_row, enough_labels, fold_of, warn_unchecked
 from ._input import target_columns
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LINEAR_SOLVERS, LinearSSLClassifier
@@ -187,19 +188,30 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         """``gamma_I_eff`` chosen among the shares of :mod:`._graph_weight` on the labeled rows
         ``Xl`` (costs ``cl``, targets ``Yl``): by leave-one-out with the Gram matrices, by
         cross-validation without them (CG path)."""
+        def graph_product(P):
+            return dg.product(P, gamma_I=1.0)
+
         if G is None:
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
             effective, selection = cv_gamma_I(
-                lambda P: dg.product(P, gamma_I=1.0), Xl, cl, Yl, float(self.gamma_A),
-                maxiter=self.max_iter, seed=int(seed))
+                graph_product, Xl, cl, Yl, float(self.gamma_A), maxiter=self.max_iter,
+                seed=int(seed))
         else:
             effective, selection = loo_gamma_I(G, H, Xl, cl, Yl, float(self.gamma_A))
+        if effective > 0 and selection[0]["gamma_I"] == 0:
+            effective = self._confirm(effective, selection, Xl, cl, Yl, H, graph_product)
         # the shares weigh the graph term against the loss whatever the normalization: the
         # choice is the coefficient itself, reported in the units of gamma_I
         unit = graph_term_weight_on(self, self.graph_, 1.0)
         self.gamma_I_ = effective / unit
         self.gamma_I_effective_ = effective
         self.selection_ = [{**row, "gamma_I": row["gamma_I"] / unit} for row in selection]
+        return effective
+
+    def _confirm(self, effective, selection, Xl, cl, Yl, H, graph_product) -> float:
+        """``gamma_I_eff`` after LinearLapRLS's choice of the graph share ``effective`` is
+        checked with this estimator's own loss; LinearLapRLS's is that loss (LinearLapSVM
+        overrides)."""
         return effective
 
     def _prepare(self, blocks, features, client, graph):
@@ -436,9 +448,13 @@ class LinearLapSVM(_LinearManifold):
     gamma_A, gamma_I, n_neighbors, metric, weights, t, symmetrize, normalized, p,
     graph_normalization, partition, search_epsilon, kernel, kernel_params, n_components,
     landmarks, fit_intercept, solver, unlabeled, client, n_blocks, random_state
-        As in :class:`LinearLapRLS`; ``gamma_I="auto"`` is LapRLS's choice on the same graph and
-        labels (its leave-one-out is exact; the Newton systems here are LapRLS systems on the
-        active set).
+        As in :class:`LinearLapRLS`; ``gamma_I="auto"`` starts from LapRLS's choice on the same
+        graph and labels (its leave-one-out is exact and cheap; the Newton systems here are
+        LapRLS systems on the active set), a proxy: a share above 0 is then checked against the
+        supervised L2-SVM with this estimator's own loss, the squared hinge, by 4-fold
+        cross-validation on the labeled rows (:meth:`_confirm`, as :class:`LapSVM` confirms
+        its own), and stands only where the rule of :mod:`dask_ssl.models._selection` prefers
+        it there.
     tol : float, default=1e-6
         tau of the active-set stopping rule and epsilon of CG (as :class:`L2SVM`).
     max_iter : int, default=1000
@@ -456,7 +472,11 @@ class LinearLapSVM(_LinearManifold):
 
     Attributes
     ----------
-    As :class:`LinearLapRLS`; ``n_iter_`` counts Newton steps, ``n_cg_`` CG iterations.
+    As :class:`LinearLapRLS`; ``n_iter_`` counts Newton steps, ``n_cg_`` CG iterations. Where
+    the proxy chose a share above 0, ``selection_`` ends with the two rows of the check
+    (``criterion="cv"``, ``squared`` the held-out squared hinge), one of them ``chosen``; the
+    proxy's rows are then marked ``criterion="loo"`` (``"cv-squared"`` on the CG path) and
+    none of them chosen.
     """
 
     def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
@@ -473,6 +493,30 @@ class LinearLapSVM(_LinearManifold):
         self.round_trips_per_iter_ = (fit.cg_trips / fit.cg_products if fit.cg_products
                                       else None)
         return results
+
+    def _confirm(self, effective, selection, Xl, cl, Yl, H, graph_product) -> float:
+        """LinearLapRLS's leave-one-out (cross-validation on the CG path) chose the graph share
+        ``effective``; whether it beats the supervised L2-SVM is decided with the squared
+        hinge, by :data:`~dask_ssl.models._selection.CV_FOLDS`-fold cross-validation on the
+        labeled rows ``Xl`` (both fits on the same folds, a held-out row staying in the graph):
+        the kernel L2-SVM of the deformed Gram matrix over the labeled rows
+        (:func:`._graph_weight.svm_held_out`; from ``H`` on the Gram path, by one block CG of
+        ``graph_product`` without it) and :func:`._graph_weight.confirm`, as
+        :class:`~dask_ssl.models.LapSVM` confirms its own. The proxy's rows of ``selection``
+        get ``criterion`` "loo" (Gram path) or "cv-squared" (CG path), the two rows of the
+        check "cv". Returns the chosen ``gamma_I_eff`` (0: the supervised model)."""
+        gamma_A = float(self.gamma_A)
+        fold = fold_of(truth_of(Yl), min(CV_FOLDS, Yl.shape[0]))
+        held_out = [svm_held_out(deformed_gram(Xl, gamma_A, w, H=H, graph_product=graph_product,
+                                               maxiter=self.max_iter),
+                                 cl, Yl, fold, tol=self.tol, max_iter=self.max_iter)
+                    for w in (0.0, effective)]
+        pick = chosen_row(selection)
+        best = confirm(selection, [{"rho": 0.0, "gamma_I": 0.0},
+                                   {"rho": pick["rho"], "gamma_I": effective}],
+                       held_out, Yl, squared_hinge,
+                       proxy="loo" if H is not None else "cv-squared")
+        return effective if best == 1 else 0.0
 
     def _newton_checkpoint(self, dg, y, costs, part):
         """``part``'s Newton checkpoint, identified (:func:`_fingerprint`) by

@@ -50,7 +50,7 @@ from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_g
                           graph_term_weight_on)
 from ._input import check_finite_local, fit_input, to_blocks
 from ._nystrom_manifold import fit_nystrom
-from ._graph_weight import CV_TOL, SEED_GAMMA_I, truth_of
+from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
 from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, table,
@@ -687,8 +687,9 @@ class LapRLS(_ManifoldClassifier):
         it was ``chosen`` (:func:`dask_ssl.models._selection.table`). On the direct solver
         they are leave-one-out figures, and LapSVM adds the two rows of its confirmation
         (``criterion="cv"``); on the primal solver every row is a cross-validation one
-        (``criterion="cv"``, ``squared`` the estimator's own loss). Empty when nothing was
-        chosen.
+        (``criterion="cv"``, ``squared`` the estimator's own loss); with ``n_components``
+        the linear estimator's table (LapSVM's with the rows of :class:`LinearLapSVM`'s
+        confirmation). Empty when nothing was chosen.
     landmark_indices_ : ndarray of shape (m,) or None
         With ``n_components``: the training rows that are the landmarks (the expansion points).
     n_components_ : int or None
@@ -777,7 +778,8 @@ class LapSVM(_ManifoldClassifier):
         """LapRLS's leave-one-out chose the graph candidate; whether it beats the supervised
         SVM is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold cross-validation on
         the labeled rows (both fits on the same folds; the squared hinge of the held-out rows
-        is the paired residual). Both rows join ``selection`` with ``criterion="cv"``."""
+        is the paired residual; :func:`._graph_weight.confirm`, shared with
+        :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
@@ -788,18 +790,11 @@ class LapSVM(_ManifoldClassifier):
             for j, w in enumerate((0.0, weight)):
                 fit = self._solve_dense(K, M, w, Y * train[:, None], train)
                 held_out[j][fold == f] = K[L[fold == f]] @ fit["dual_coef_"] + fit["intercept_"]
-        truth = truth_of(YL)
-        wrong = np.array([truth_of(out) != truth for out in held_out])
-        squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in held_out])
-        best = choose(wrong, squared, supervised=0)
         graph = chosen_row(selection)
-        for row in selection:
-            row.update(criterion="loo", chosen=False)
-        selection.extend(table([{"n_neighbors": None, "p": None, "gamma_I": 0.0},
-                                {"n_neighbors": graph["n_neighbors"], "p": graph["p"],
-                                 "gamma_I": gamma_I}], wrong, squared, best))
-        for row in selection[-2:]:
-            row["criterion"] = "cv"
+        best = confirm(selection, [{"n_neighbors": None, "p": None, "gamma_I": 0.0},
+                                   {"n_neighbors": graph["n_neighbors"], "p": graph["p"],
+                                    "gamma_I": gamma_I}],
+                       held_out, YL, self._loss_values, proxy="loo")
         return (weight, gamma_I) if best == 1 else (0.0, 0.0)
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
