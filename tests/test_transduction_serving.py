@@ -32,6 +32,8 @@ def _clusters(n=400, sparse=False, seed=0):
 SETTINGS = {
     # the thesis method: no prior, the kNN mean of the training scores
     "thesis": dict(gamma_I=1.0, prior=None, unlabeled_weight=0.0, class_balance=None),
+    # the graph weight 0: the supervised prior's labels, on any row
+    "supervised": dict(gamma_I=0.0, prior="rls", unlabeled_weight=1.0, class_balance=None),
     # a prior held with weight mu, local scaling, the class mix cut
     "prior": dict(gamma_I=10.0, prior="rls", unlabeled_weight=0.01, class_balance="labeled",
                   metric="euclidean", weights="heat", t="local"),
@@ -57,8 +59,10 @@ def test_a_stored_model_scores_new_rows_as_the_fitted_one(client, tmp_path, sett
     np.testing.assert_allclose(loaded.predict_proba(Q), est.predict_proba(Q), rtol=1e-6)
     np.testing.assert_array_equal(loaded.predict(Q), est.predict(Q))
     assert (loaded.prior_ is None) == (SETTINGS[setting]["prior"] is None)
-    # row blocks are scored on their workers, with the same answer
+    # row blocks are scored on their workers, with the same answer; by the fitted model
+    # through its workers' index, as rows in memory are
     blocks = RowBlocks.from_array(Q, client=client, n_blocks=3)
+    np.testing.assert_array_equal(est.decision_function(blocks), est.decision_function(Q))
     np.testing.assert_allclose(loaded.decision_function(blocks), loaded.decision_function(Q),
                                rtol=1e-12, atol=1e-15)
     # the reported bytes are the arrays the directory holds (the archive adds its headers)

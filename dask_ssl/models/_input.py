@@ -191,3 +191,19 @@ def fit_input(est, X, y, *, graph=None):
     if graph is not None and graph.n_rows != n_rows:
         raise ValueError(f"graph has {graph.n_rows} rows but X has {n_rows}")
     return X, Labels(classes, codes, marker)
+
+
+def gather_rows(X):
+    """All rows of X on the driver (dense float64 or CSR): a kernel expansion's points, or
+    rows to search a fitted kNN index with."""
+    if isinstance(X, RowBlocks):
+        parts = X.client.gather(X.blocks)
+        return sp.vstack(parts, format="csr") if X.sparse else np.vstack(parts)
+    if is_dask_array(X):
+        X = X.compute()
+    if sp.issparse(X):
+        return sp.csr_matrix(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or 0 in X.shape:
+        raise ValueError(f"X must be a non-empty two-dimensional array, got shape {X.shape}")
+    return X

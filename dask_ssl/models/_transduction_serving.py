@@ -51,6 +51,9 @@ def place(pl: Placement, X) -> np.ndarray:
     ``j`` (weights normalized to sum 1), so ``f = (gamma mean_w(F) + mu s) / (gamma + mu)``,
     ``s`` the prior's scores of the row: the kNN mean of the training scores without a prior
     (the thesis method), the prior alone at ``gamma = 0`` (the supervised model's labels)."""
+    if pl.prior is not None and pl.gamma == 0:
+        # the supervised model's labels: no neighbours needed
+        return target_scale(pl.prior.decision_function(X)) * pl.class_weights
     neighbors, weights, t, widths = pl.search
     ind, dist = query_knn(neighbors, X, pl.n_neighbors, pl.search_epsilon)
     products = None
@@ -65,7 +68,7 @@ def place(pl: Placement, X) -> np.ndarray:
     F = np.einsum("mk,mkc->mc", w, pl.scores[np.maximum(ind, 0)])
     if pl.prior is not None:
         prior = target_scale(pl.prior.decision_function(X))
-        F = prior if pl.gamma == 0 else (pl.gamma * F + pl.mu * prior) / (pl.gamma + pl.mu)
+        F = (pl.gamma * F + pl.mu * prior) / (pl.gamma + pl.mu)
     return F * pl.class_weights
 
 

@@ -57,7 +57,7 @@ from ._clone import SharesClient
 from .base import OneVsRestLabels
 from ._constraints import AUTO, NON_NEGATIVE, SHARED, constraints, validate
 from ._graph_seam import clip_n_neighbors, estimator_graph, graph_term_weight_on
-from ._input import check_finite_local, fit_input, to_blocks
+from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._selection import enough_labels, warn_unchecked
 from ._transduction_serving import (Placement, place, place_block, restore, stored_arrays,
                                    stored_info)
@@ -478,6 +478,10 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features; {type(self).__name__} is "
                                  f"expecting {self.n_features_in_}")
+            if "graph_" in self.__dict__:
+                # the fit's workers still hold its kNN index: a search of it (rows sent from
+                # the driver) is far cheaper than an exact one of every training row
+                return place(self._placement(self._search()), gather_rows(X))
             [placement] = X.client.scatter([self._placement(self._driver_search())],
                                            broadcast=True, hash=False)
             return np.concatenate(X.map(place_block, placement))

@@ -48,7 +48,7 @@ from .base import OneVsRestLabels
 from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
-from ._input import check_finite_local, fit_input, to_blocks
+from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._nystrom_manifold import fit_nystrom
 from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
@@ -67,21 +67,6 @@ AUTO_GAMMA_I = (0.0, 1e-2, 1.0, 1e2, 1e4, 1e6)
 #: Where LapRLS / LapSVM widen the shared constraints: "auto" graphs, the exact expansion.
 _OVERRIDES = dict(n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO], n_components=[COUNT, None],
                   solver=[StrOptions(set(SOLVERS))])
-
-
-def _gather_rows(X):
-    """All rows of X on the driver (dense float64 or CSR) for the kernel expansion."""
-    if isinstance(X, RowBlocks):
-        parts = X.client.gather(X.blocks)
-        return sp.vstack(parts, format="csr") if X.sparse else np.vstack(parts)
-    if is_dask_array(X):
-        X = X.compute()
-    if sp.issparse(X):
-        return sp.csr_matrix(X, dtype=np.float64)
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or 0 in X.shape:
-        raise ValueError(f"X must be a non-empty two-dimensional array, got shape {X.shape}")
-    return X
 
 
 def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
@@ -214,7 +199,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         solver = self.solver
         if solver == "auto":
             solver = "direct" if n_rows <= DIRECT_MAX_ROWS or self._loss() == "hinge" else "primal"
-        points = _gather_rows(X)
+        points = gather_rows(X)
         check_finite_local(points)
         kparams = dict(self.kernel_params or {})
         if self.kernel == "rbf" and "gamma" not in kparams:
@@ -475,7 +460,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                 # scikit-learn's check of the feature count (and names), with its message
                 X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                                   ensure_all_finite=False)
-            X = _gather_rows(X)
+            X = gather_rows(X)
             check_finite_local(X)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features; the model expects "
