@@ -194,3 +194,66 @@ def generator_params(name: str) -> list:
     fn = view_generators()[name]
     return [p for p, v in inspect.signature(fn).parameters.items()
             if v.kind is v.KEYWORD_ONLY and p not in ("client", "n_blocks")]
+
+
+# the command line -----------------------------------------------------------------------------
+def parse_view_flags(specs: list) -> tuple[list, list]:
+    """``(names, paths)`` of ``--view`` flags, each ``NAME=PATH`` or a bare ``PATH`` (named by
+    the file's name without its extension)."""
+    names, paths = [], []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if sep and name and path and "/" not in name:
+            names.append(name)
+            paths.append(path)
+        else:
+            names.append(None)
+            paths.append(spec)
+    names = [n if n is not None else Path(p).stem for n, p in zip(names, paths)]
+    return view_names_of(paths, names), paths
+
+
+def check_view_names(given: list, fitted: tuple, *, what: str, extra_allowed=False) -> None:
+    """Views named ``given`` for a model fitted on views named ``fitted``: a missing view (and
+    unless ``extra_allowed``, an extra one) is an error naming it, before anything is read."""
+    missing = [n for n in fitted if n not in given]
+    extra = [] if extra_allowed else [n for n in given if n not in fitted]
+    if missing or extra:
+        raise ValueError(f"{what} gives views {list(given)}; the model was fitted on "
+                         f"{list(fitted)}: missing {missing}, extra {extra}")
+
+
+def predict_views(model, *, view_flags=None, mat=None):
+    """The views to score with ``model`` from ``--view`` flags or a ``--views`` .mat file,
+    checked against the model's names before any file is read, read in its widths: a dict
+    by name (a list, in order, for a model fitted on a list).
+
+    From a ``.mat`` file (a data set holding every view) the model's views are taken by name
+    (``view{k}``) and the file's others left; ``--view`` flags must name exactly the model's.
+    """
+    fitted = model.view_names_
+    widths = list(model.view_features_)
+    if mat is not None:
+        from ..data import read_multiview
+
+        # the names a .mat file gives are view0..view{m-1}: checked once its views are counted
+        arrays, _ = read_multiview(mat)
+        given = [f"view{k}" for k in range(len(arrays))]
+        if fitted is None:
+            if len(arrays) != len(widths):
+                raise ValueError(f"{mat} holds {len(arrays)} views; the model was fitted on "
+                                 f"{len(widths)}")
+            return list(arrays)
+        check_view_names(given, fitted, what=str(mat), extra_allowed=True)
+        return {name: arrays[given.index(name)] for name in fitted}
+    names, paths = parse_view_flags(view_flags)
+    if fitted is None:
+        if len(paths) != len(widths):
+            raise ValueError(f"{len(paths)} --view file(s); the model was fitted on "
+                             f"{len(widths)} views (a list: give them in order)")
+        return list(read_svmlight_views(paths, names=names, n_features=widths).views.values())
+    check_view_names(names, fitted, what="--view")
+    order = [names.index(n) for n in fitted]
+    rows = read_svmlight_views([paths[i] for i in order], names=list(fitted),
+                               n_features=widths)
+    return rows.views
