@@ -252,3 +252,27 @@ def test_fit_checks_the_data_flags_before_any_work(tmp_path, capsys):
                  *common]) == 2
     assert "--classes selects from a .mat file" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()
+
+
+def test_predict_takes_the_models_views_from_a_mat_file_by_name(toy, tmp_path):
+    import scipy.io
+
+    from dask_ssl.workflow.views import predict_views, read_mat_views
+
+    views, y, y_fit = toy
+    cells = np.empty((1, 3), dtype=object)
+    cells[0, :] = [views["moons"], np.zeros((N, 1)), views["lines"]]
+    scipy.io.savemat(tmp_path / "d.mat", {"X": cells, "Y": (y > 0).astype(float)[:, None] + 1})
+    rows = read_mat_views(tmp_path / "d.mat", views=[0, 2], positive_class=2)
+    assert list(rows.views) == ["view0", "view2"] and np.array_equal(rows.labels, y)
+    save_model(FITTED["CoRLS"]().fit(rows.views, y_fit), tmp_path / "m")
+    model = load_model(tmp_path / "m")
+    # the file's extra view (view1) is left; the model's are taken by name
+    got = predict_views(model, mat=tmp_path / "d.mat")
+    assert list(got) == ["view0", "view2"]
+    np.testing.assert_allclose(model.decision_function(got),
+                               model.decision_function(rows.views), rtol=1e-12, atol=1e-12)
+    cells[0, :] = [views["moons"], views["lines"], views["lines"]]
+    scipy.io.savemat(tmp_path / "two.mat", {"X": cells[:, :2], "Y": np.ones((N, 1))})
+    with pytest.raises(ValueError, match=r"missing \['view2'\]"):
+        predict_views(model, mat=tmp_path / "two.mat")
