@@ -276,3 +276,21 @@ def test_predict_takes_the_models_views_from_a_mat_file_by_name(toy, tmp_path):
     scipy.io.savemat(tmp_path / "two.mat", {"X": cells[:, :2], "Y": np.ones((N, 1))})
     with pytest.raises(ValueError, match=r"missing \['view2'\]"):
         predict_views(model, mat=tmp_path / "two.mat")
+
+
+def test_store_compares_a_new_model_with_the_promoted_one_on_the_same_views(client, tmp_path):
+    workflow = tmp_path / "toy.yaml"
+    workflow.write_text(
+        "name: toy\ndata: {source: multiview_generator, name: two_moons_two_lines, "
+        "params: {n: 80, seed: 3}}\nsplit: {labeled_per_class: 3, test_fraction: 0.25}\n"
+        "estimator: {name: CoRLS, params: {gamma_A: 0.01, gamma_C: 1.0}}\n"
+        f"outputs: {{runs: {tmp_path / 'runs'}, model_store: {tmp_path / 'models'}, "
+        "plots: false, performance_report: false}\n")
+    doc = load_workflow(workflow).doc
+    first = run_workflow(doc, new_run(doc), client=client, progress=False)
+    assert first["model"]["promoted"] and first["data"]["n_features"] == [2, 2]
+    doc["estimator"]["params"]["gamma_C"] = 0.0  # one RLS per view: the views do not agree
+    second = run_workflow(doc, new_run(doc), client=client, progress=False)
+    # the promoted model, loaded from the store, scored on this run's held-out views
+    assert second["model"]["current"] == first["metrics"]["error"]
+    assert second["model"]["candidate"] == second["metrics"]["error"]
