@@ -32,7 +32,7 @@ def cmd_detach(args, argv: list[str]) -> int:
         raise CLIError("--detach needs --scheduler: a LocalCluster ends with this process")
     job = job_arguments(args)
     forwarded = ["fit"] + [a for a in argv if a not in ("fit", "--detach")]
-    for key in ("data", "model_out", "outputs", "checkpoint"):
+    for key in ("data", "model_out", "outputs", "checkpoint", "views"):
         flag = "--" + key.replace("_", "-")
         if job.get(key) and flag in forwarded:
             forwarded[forwarded.index(flag) + 1] = job[key]
