@@ -32,7 +32,7 @@ def cmd_detach(args, argv: list[str]) -> int:
         raise CLIError("--detach needs --scheduler: a LocalCluster ends with this process")
     job = job_arguments(args)
     forwarded = ["fit"] + [a for a in argv if a not in ("fit", "--detach")]
-    for key in ("data", "model_out", "outputs", "checkpoint"):
+    for key in ("data", "model_out", "outputs", "checkpoint", "views"):
         flag = "--" + key.replace("_", "-")
         if job.get(key) and flag in forwarded:
             forwarded[forwarded.index(flag) + 1] = job[key]
@@ -52,9 +52,23 @@ def cmd_detach(args, argv: list[str]) -> int:
 
 
 def cmd_predict(args) -> int:
-    from .models.artifact import load_model
+    from .models.artifact import is_multiview, load_model
+    from .workflow.views import predict_views
 
     model = load_model(args.model)
+    views_given = bool(args.view or args.views)
+    if is_multiview(model):
+        # the views are checked against the model's (names, count) before any file is read
+        if args.data or not views_given or (args.view and args.views):
+            raise CLIError(f"{args.model} holds a multi-view {type(model).__name__} fitted on "
+                           f"views {list(model.view_names_ or [])}: give them with --view "
+                           "NAME=PATH (one each) or --views FILE.mat, not --data")
+        write_outputs(args.outputs, model.decision_function(
+            predict_views(model, view_flags=args.view, mat=args.views)))
+        return 0
+    if views_given or not args.data:
+        raise CLIError(f"{args.model} holds a {type(model).__name__}, which takes one matrix: "
+                       "give it with --data (--view and --views are for multi-view models)")
     client = connect(args)
     blocks, _ = load(file_section(args.data, args.format), args.data, client,
                      n_features=model.n_features_in_,
@@ -74,6 +88,17 @@ def _number_or_auto(text: str):
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
+def view_flags(parser) -> None:
+    """``--view`` and ``--views``: the views of a multi-view model (corls, colaprls, colapsvm,
+    comr), instead of ``--data``."""
+    parser.add_argument("--view", action="append", metavar="[NAME=]PATH",
+                        help="one svmlight file per view, the same rows in each (repeat the "
+                             "flag; NAME defaults to the file's name without its extension)")
+    parser.add_argument("--views", metavar="FILE.mat",
+                        help="a multi-view .mat file (X: cell of views named view0, view1, "
+                             "...; Y: classes)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dask-ssl", description=__doc__)
     parser.add_argument("--version", action="version", version=f"dask-ssl {__version__}")
@@ -81,7 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser("fit", help="train a model on a data file")
-    fit.add_argument("--data", required=True, help="svmlight file (label 0 = unlabeled), glob or URL")
+    fit.add_argument("--data", help="svmlight file (label 0 = unlabeled), glob or URL")
+    view_flags(fit)
+    fit.add_argument("--mat-views", dest="mat_views", type=int, nargs="+", metavar="K",
+                     help="--views: keep these views of the .mat file (indices, from 0)")
+    fit.add_argument("--classes", type=int, nargs="+", metavar="C",
+                     help="--views: keep the rows of these classes of the .mat file")
+    fit.add_argument("--positive-class", dest="positive_class", type=int, metavar="C",
+                     help="--views: class C of the .mat file against the rest (+1 / -1)")
     fit.add_argument("--format", choices=FILE_FORMATS, default="auto")
     fit.add_argument("--algorithm", choices=sorted(ALGORITHMS), default="svm")
     fit.add_argument("--gamma", type=float, dest="old_gamma", help=argparse.SUPPRESS)
@@ -100,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "gamma_I of the thesis, scaled by --graph-normalization (by default "
                           "divided by (u+l)^2); 'auto' (their default): chosen on the labeled rows, 0 "
                           "(the supervised model) included")
+    fit.add_argument("--gamma-C", dest="gamma_C", type=_number_or_auto, metavar="GAMMA_C",
+                     help="corls: coupling of the views ('auto', the default: chosen on the "
+                          "labeled rows); comr: coupling lambda of its ambient and intrinsic "
+                          "views (inf: manifold regularization)")
     # no argparse choices: the estimator's own check names them
     fit.add_argument("--graph-normalization", dest="graph_normalization",
                      metavar="{n2,edges,none}",
@@ -151,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     pred = sub.add_parser("predict", help="decision values of a saved model on a data file")
     pred.add_argument("--model", required=True, metavar="DIR")
-    pred.add_argument("--data", required=True)
+    pred.add_argument("--data", help="a file for a single-view model")
+    view_flags(pred)
     pred.add_argument("--format", choices=FILE_FORMATS, default="auto")
     pred.add_argument("--outputs", required=True, metavar="FILE")
     cluster_args(pred)

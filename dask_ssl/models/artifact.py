@@ -86,10 +86,25 @@ def unpack_matrix(prefix: str, arrays: dict):
                           arrays[f"{prefix}_indptr"]), shape=tuple(arrays[f"{prefix}_shape"]))
 
 
-def _registry() -> dict:
+def registry() -> dict:
+    """Every estimator a model directory may hold, by class name: the single-view ones
+    (:data:`dask_ssl.models.ESTIMATORS`) and the multi-view ones
+    (:data:`dask_ssl.multiview.ESTIMATORS`, which take a list of views instead of one X)."""
+    from ..multiview import ESTIMATORS as MULTIVIEW
     from . import ESTIMATORS
 
-    return ESTIMATORS
+    return {**ESTIMATORS, **MULTIVIEW}
+
+
+def is_multiview(estimator) -> bool:
+    """Whether ``estimator`` (a class or an instance) takes its rows as views."""
+    from ..multiview import ESTIMATORS as MULTIVIEW
+
+    cls = estimator if isinstance(estimator, type) else type(estimator)
+    return MULTIVIEW.get(cls.__name__) is cls
+
+
+_registry = registry
 
 
 def model_document(estimator, *, metrics: dict | None = None, extra: dict | None = None) -> dict:

@@ -45,6 +45,7 @@ from ..models._graph_seam import clip_n_neighbors, estimator_graph
 from ..models._input import to_blocks
 from ..models._pickle import PicklesWithoutGraph
 from ..models.manifold import SOLVERS, LapRLS, LapSVM
+from . import _serving
 from ._per_view import PER_VIEW, check_combine, combined, fit_labels, labels_of, per_view
 from .views import check_views, views_at_predict
 
@@ -236,6 +237,29 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
 
     def predict(self, Xs):
         return labels_of(self.classes_, self.decision_function(Xs))
+
+    def _labels_from_scores(self, scores):
+        """Classes from :meth:`decision_function`'s scores (what the workflow metrics read)."""
+        return labels_of(self.classes_, scores)
+
+    # checks before any data, and the model directory (see dask_ssl.multiview._serving) -----
+    def _check_params(self) -> None:
+        """The parameters alone, before any data: their constraints, and each view's learner
+        (as many views as a per-view list gives, else one)."""
+        validate(self)
+        lists = [len(getattr(self, name)) for name in ("gamma_A", "gamma_I", "kernel",
+                                                       "kernel_params")
+                 if isinstance(getattr(self, name), (list, tuple))]
+        self._learners(lists[0] if lists else 1)
+
+    def _fitted_info(self) -> dict:
+        return _serving.colap_info(self)
+
+    def _fitted_arrays(self) -> dict:
+        return _serving.colap_arrays(self)
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        _serving.colap_restore(self, arrays, doc)
 
 
 _PARAMETERS = """

@@ -44,6 +44,7 @@ from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from ..models.manifold import AUTO_GAMMA_I, _loo_outputs
 from ..solvers.dense import laprls_direct
+from . import _serving
 from .kernels import _stack
 from .views import check_views, views_at_predict
 
@@ -303,3 +304,13 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
 
     def predict(self, Xs):
         return self._labels_from_scores(self.decision_function(Xs))
+
+    # the model directory (see dask_ssl.multiview._serving) ---------------------------------
+    def _fitted_info(self) -> dict:
+        return _serving.comr_info(self)
+
+    def _fitted_arrays(self) -> dict:
+        return _serving.comr_arrays(self)
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        _serving.comr_restore(self, arrays, doc)

@@ -47,6 +47,7 @@ from ..models._graph_weight import truth_of
 from ..models._input import Labels
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
+from . import _serving
 from ._per_view import (PER_VIEW, check_combine, combined, fit_labels, kernels_per_view,
                         labels_of, positive_per_view, squeeze_columns)
 from .views import check_views, views_at_predict
@@ -386,3 +387,25 @@ class CoRLS(ClassifierMixin, BaseEstimator):
 
     def predict(self, Xs):
         return labels_of(self.classes_, self.decision_function(Xs))
+
+    def _labels_from_scores(self, scores):
+        """Classes from :meth:`decision_function`'s scores (what the workflow metrics read)."""
+        return labels_of(self.classes_, scores)
+
+    # checks before any data, and the model directory (see dask_ssl.multiview._serving) -----
+    def _check_params(self) -> None:
+        """The parameters alone, before any data: their constraints, and each view's kernel
+        (as many views as a per-view list gives, else one)."""
+        validate(self)
+        lists = [len(v) for v in (self.gamma_A, self.kernel, self.kernel_params)
+                 if isinstance(v, (list, tuple))]
+        kernels_per_view(self, lists[0] if lists else 1)
+
+    def _fitted_info(self) -> dict:
+        return _serving.corls_info(self)
+
+    def _fitted_arrays(self) -> dict:
+        return _serving.corls_arrays(self)
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        _serving.corls_restore(self, arrays, doc)

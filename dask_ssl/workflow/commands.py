@@ -215,12 +215,18 @@ def cmd_datasets(args) -> int:
 
     print("readers (data.source: KIND; data.path: a file, a glob or an fsspec URL):")
     for kind, spec in DATA_SOURCES.items():
-        if kind != "generator":
+        if kind not in ("generator", "multiview_generator"):
             print(f"  {kind:<10} keys: {', '.join(spec['properties'])}")
     print("generators (data.source: generator; data.name: NAME; data.params: {...}):")
     for name, fn in sorted(generators().items()):
         print(f"  {name:<10} {DATASETS[name].description}\n"
               f"  {'':<10} params: {', '.join(keyword_params(fn))}")
+    from .views import generator_params, view_generators
+
+    print("multi-view generators (data.source: multiview_generator; data.name: NAME; "
+          "data.params: {...}):")
+    for name in sorted(view_generators()):
+        print(f"  {name:<10} params: {', '.join(generator_params(name))}")
     return 0
 
 

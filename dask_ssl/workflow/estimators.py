@@ -18,16 +18,16 @@ def build_estimator(name: str, params: dict, *, client=None):
     Parameters
     ----------
     name : str
-        A key of :data:`dask_ssl.models.ESTIMATORS`.
+        A key of :func:`dask_ssl.models.artifact.registry` (single-view or multi-view).
     params : dict
         Hyperparameters, without the keyword arguments the runner owns (``client``,
         ``unlabeled``).
     client : distributed.Client, optional
         Given to estimators that take one; the kernel S3VMs gather their rows on the driver.
     """
-    from ..models import ESTIMATORS
+    from ..models.artifact import registry
 
-    cls = ESTIMATORS[name]
+    cls = registry()[name]
     if client is not None and "client" in inspect.signature(cls).parameters:
         params = {**params, "client": client}
     return cls(**params, unlabeled=UNLABELED)

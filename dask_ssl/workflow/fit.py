@@ -50,12 +50,14 @@ from .steps import Steps, scalars
 ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
               "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
               "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM",
-              "transduction": "GraphTransduction"}
+              "transduction": "GraphTransduction",
+              # multi-view: --view (one svmlight file per view) or --views (a .mat file)
+              "corls": "CoRLS", "colaprls": "CoLapRLS", "colapsvm": "CoLapSVM", "comr": "CoMR"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
 ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkpoint",
                    "gamma_I", "graph_normalization", "kernel", "kernel_params", "n_neighbors",
                    "p", "loss", "n_components", "landmarks", "metric", "weights", "prior",
-                   "unlabeled_weight", "class_balance")
+                   "unlabeled_weight", "class_balance", "gamma_C")
 #: Flags whose value ``none`` switches a feature off (the parameter None).
 NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
@@ -94,11 +96,11 @@ def process_start() -> float:
 
 def make_estimator(args):
     """The estimator the flags describe, its parameters checked before any data is read."""
-    from .. import models
+    from ..models.artifact import registry
 
     if getattr(args, "old_gamma", None) is not None:
         raise CLIError("--gamma was renamed --gamma-A (the ambient-norm weight, svmlin -W)")
-    cls = getattr(models, ALGORITHMS[args.algorithm])
+    cls = registry()[ALGORITHMS[args.algorithm]]
     accepted = cls().get_params()
     params = {}
     for flag in ESTIMATOR_FLAGS:
@@ -132,11 +134,48 @@ def fit_workflow(args, est) -> dict:
     sections trains the same model under ``dask-ssl run``.
     """
     return {"name": "fit",
-            "data": sources.file_section(args.data, args.format),
+            "data": data_section(args, est),
             "split": {"labeled": args.labeled or "all", "test_fraction": 0, "seed": args.seed},
             "estimator": section_of(est),
             "evaluation": {"metrics": list(FIT_METRICS)},
             "outputs": {"model_out": args.model_out, "outputs": args.outputs}}
+
+
+#: ``fit`` flags of a ``.mat`` file's views, as the keys of its ``data`` section.
+MAT_FLAGS = {"mat_views": "views", "classes": "classes", "positive_class": "positive_class"}
+
+
+def data_section(args, est) -> dict:
+    """The ``data`` section of the flags: ``--data`` (a file of one matrix), ``--view`` (one
+    svmlight file per view) or ``--views`` (a .mat file), exactly one, and views exactly for
+    the multi-view estimators. Checked before any data is read."""
+    from ..models.artifact import is_multiview
+    from .views import parse_view_flags
+
+    view, views = getattr(args, "view", None), getattr(args, "views", None)
+    given = [flag for flag, value in (("--data", args.data), ("--view", view),
+                                      ("--views", views)) if value]
+    if len(given) != 1:
+        raise CLIError(f"give the data with one of --data, --view (repeated) or --views; got "
+                       f"{' and '.join(given) or 'none'}")
+    mat = {key: getattr(args, flag, None) for flag, key in MAT_FLAGS.items()
+           if getattr(args, flag, None) is not None}
+    if mat and not views:
+        raise CLIError(f"--{next(iter(mat)).replace('_', '-')} selects from a .mat file: "
+                       "give it with --views")
+    multiview = is_multiview(est)
+    if multiview and args.data:
+        raise CLIError(f"--algorithm {args.algorithm} takes views: give them with --view "
+                       "NAME=PATH (one per view) or --views FILE.mat")
+    if not multiview and not args.data:
+        raise CLIError(f"--algorithm {args.algorithm} takes one matrix: give it with --data "
+                       "(--view and --views are for corls, colaprls, colapsvm, comr)")
+    if views:
+        return {"source": "multiview_mat", "path": views, **mat}
+    if view:
+        names, paths = parse_view_flags(view)
+        return {"source": "svmlight_views", "paths": paths, "names": names}
+    return sources.file_section(args.data, args.format)
 
 
 class FitSteps(Steps):
@@ -186,7 +225,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     from ..models import artifact  # noqa: F401
 
     est = make_estimator(args)
-    doc = fit_workflow(args, est)
+    doc = fit_workflow(args, est)  # the data flags are checked here, before the cluster
     if args.checkpoint and not resume:
         ckpt = Path(args.checkpoint)
         ckpt.mkdir(parents=True, exist_ok=True)
@@ -201,9 +240,11 @@ def cmd_fit(args, *, resume: bool = False) -> int:
         (final,) = steps.fit_all(data)
     steps.write(data, final, started)
     est, metrics = final["estimator"], scalars(final["metrics"])
-    objective = est.objective_
-    text = f"{objective:.10g}" if np.ndim(objective) == 0 else str(np.round(objective, 10))
-    print(f"dask-ssl: {type(est).__name__} objective {text} in {est.fit_seconds_:.2f} s; "
+    # the multi-view estimators solve in closed form and keep no objective
+    objective = getattr(est, "objective_", None)
+    text = ("" if objective is None else " objective " + (
+        f"{objective:.10g}" if np.ndim(objective) == 0 else str(np.round(objective, 10))))
+    print(f"dask-ssl: {type(est).__name__}{text} in {est.fit_seconds_:.2f} s; "
           f"{', '.join(f'{k} {v:.4%}' for k, v in metrics.items())}; model in {args.model_out}")
     return 0
 
@@ -211,7 +252,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
 def job_arguments(args) -> dict:
     """The ``fit`` flags as JSON (paths absolute, so a resume from elsewhere finds them)."""
     out = {k: v for k, v in vars(args).items() if k not in _NOT_FLAGS}
-    for key in ("data", "model_out", "outputs", "checkpoint"):
+    for key in ("data", "model_out", "outputs", "checkpoint", "views"):
         if out.get(key) and "://" not in out[key]:
             out[key] = str(Path(out[key]).resolve())
     return out

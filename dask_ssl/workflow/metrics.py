@@ -69,7 +69,8 @@ def evaluate(estimator, test_scores, y_test, *, wanted, unlabeled_scores=None,
     if "prbep" in wanted and held_out:
         values = [prbep(pos, s) for _, pos, s in _one_vs_rest(classes, y_test, test_scores)]
         out["prbep"] = float(np.nanmean(values))
-    if "objective" in wanted:
+    # (the multi-view estimators, solved in closed form, keep no objective)
+    if "objective" in wanted and hasattr(estimator, "objective_"):
         out["objective"] = float(np.sum(estimator.objective_))
     if "per_class" in wanted and held_out:
         out["per_class"] = per_class(classes, y_test, predicted)

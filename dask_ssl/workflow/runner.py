@@ -31,6 +31,7 @@ from .outputs import write_outputs
 from .progress import Progress
 from .state import RunState, now
 from .steps import Steps, scalars, scores_of
+from .views import width_of
 from .store import ModelStore, compare
 
 
@@ -80,7 +81,7 @@ class Run(Steps):
         t0 = time.perf_counter()
         self.state.update(status="running", started=now(), error=None)
         current = self._current_model()
-        data = self.read(n_features=current.n_features_in_ if current is not None else None)
+        data = self.read(n_features=width_of(current) if current is not None else None)
         with self._performance_report():
             results = self.fit_all(data, start_from=current if self.warm_start else None)
             final = results[-1]
@@ -95,7 +96,7 @@ class Run(Steps):
 
     # the steps, in a run directory ----------------------------------------------------------
     def data_path(self) -> str | None:
-        return _data_path(self.doc, self.date)
+        return _data_path(self.doc, self.date) or self.doc["data"].get("paths")
 
     def estimator_params(self) -> dict:
         params = super().estimator_params()
@@ -134,7 +135,7 @@ class Run(Steps):
         # None when there are no held-out rows to measure it on (test_fraction: 0)
         candidate = final["metrics"].get(metric)
         current_value, previous = None, self.store.current()
-        comparable = current is None or current.n_features_in_ == est.n_features_in_
+        comparable = current is None or width_of(current) == width_of(est)
         if current is not None and comparable and candidate is not None:
             current_value = metrics_mod.evaluate(current, scores_of(current, final["test"]),
                                                  final["y_test"], wanted=[metric])[metric]
@@ -144,8 +145,8 @@ class Run(Steps):
             "warm_started_from": previous if self.warm_started else None})
         if not comparable:
             ok, reason = False, (f"cannot compare: the current model {previous} has "
-                                 f"{current.n_features_in_} features, this data "
-                                 f"{est.n_features_in_}; promote by hand if intended")
+                                 f"{width_of(current)} features, this data "
+                                 f"{width_of(est)}; promote by hand if intended")
         elif candidate is None and current is not None:
             ok, reason = False, (f"cannot compare: no held-out rows to measure {metric} on "
                                  f"(split.test_fraction is 0); promote by hand if intended")
@@ -197,11 +198,13 @@ class Run(Steps):
             "split": {"setting": final["setting"], **final["counts"]},
             "cluster": {"scheduler": self.client.scheduler.address,
                         "n_workers": len(live_workers(self.client))},
-            "estimator": {"name": type(est).__name__, "objective": _jsonable(est.objective_),
-                          "n_iter": _jsonable(est.n_iter_),
+            # the multi-view estimators solve in closed form: no objective or iterations kept
+            "estimator": {"name": type(est).__name__,
+                          "objective": _jsonable(getattr(est, "objective_", None)),
+                          "n_iter": _jsonable(getattr(est, "n_iter_", None)),
                           "fit_seconds": getattr(est, "fit_seconds_", None)},
             "metrics": final["metrics"],
-            "history": est.history_,
+            "history": getattr(est, "history_", []),
             "selection": getattr(est, "selection_", []),
             "sweep": [{"setting": r["setting"], "n_labeled": r["counts"]["n_labeled"],
                        "metrics": scalars(r["metrics"])} for r in results],
@@ -214,7 +217,7 @@ class Run(Steps):
         if self.doc["outputs"]["plots"]:
             title = f"{self.doc['name']}: {type(est).__name__}"
             for name, made in (
-                    ("history", report_mod.plot_history(est.history_, self.run_dir / "history.png", title)),
+                    ("history", report_mod.plot_history(rep["history"], self.run_dir / "history.png", title)),
                     ("sweep", report_mod.plot_sweep(rep["sweep"], self._metric(),
                                                     self.run_dir / "sweep.png", title)),
                     ("selection", report_mod.plot_selection(rep["selection"],

@@ -42,6 +42,27 @@ DATA_SOURCES = {
         "required": ["name"],
         "properties": {"name": {"type": "string"}, "params": {"type": "object"}},
     },
+    # multi-view sources (dask_ssl.workflow.views): named views of the same rows
+    "multiview_mat": {
+        "required": ["path"],
+        "properties": {"path": _PATH,
+                       "views": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                                 "minItems": 1, "uniqueItems": True},
+                       "classes": {"type": "array", "items": {"type": "integer"},
+                                   "minItems": 2, "uniqueItems": True},
+                       "positive_class": {"type": "integer"}},
+    },
+    "svmlight_views": {
+        "required": ["paths"],
+        "properties": {"paths": {"type": "array", "items": _PATH, "minItems": 1},
+                       "names": {"type": "array", "items": {"type": "string", "minLength": 1},
+                                 "minItems": 1, "uniqueItems": True},
+                       "n_features": {"type": "array", "items": _POSITIVE_INT, "minItems": 1}},
+    },
+    "multiview_generator": {
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}, "params": {"type": "object"}},
+    },
 }
 
 
@@ -54,10 +75,14 @@ def keyword_params(fn) -> list[str]:
 
 def _data_schema(generators: dict) -> dict:
     branches = []
+    from .views import generator_params, view_generators
+
     for kind, spec in DATA_SOURCES.items():
         props = {"source": {"const": kind}, **spec["properties"]}
         if kind == "generator":
             props["name"] = {"enum": sorted(generators)}
+        if kind == "multiview_generator":
+            props["name"] = {"enum": sorted(view_generators())}
         branches.append({"if": {"properties": {"source": {"const": kind}}},
                          "then": {"required": spec["required"], "properties": props,
                                   "additionalProperties": False}})
@@ -67,6 +92,12 @@ def _data_schema(generators: dict) -> dict:
                          "then": {"properties": {"params": {
                              "type": "object", "additionalProperties": False,
                              "properties": {p: {} for p in keyword_params(fn)}}}}})
+    for name in view_generators():
+        branches.append({"if": {"properties": {"source": {"const": "multiview_generator"},
+                                               "name": {"const": name}}},
+                         "then": {"properties": {"params": {
+                             "type": "object", "additionalProperties": False,
+                             "properties": {p: {} for p in generator_params(name)}}}}})
     return {"type": "object", "required": ["source"],
             "properties": {"source": {"enum": list(DATA_SOURCES)}}, "allOf": branches}
 

@@ -62,7 +62,14 @@ def load(data: dict, path: str | None, client, *, n_features: int | None = None,
     encoding : dict or None
         For KDD99 CSV the encoding the rows were read with (for ``model.json``); else None.
     """
+    from .views import is_views_source, load_views
+
     source = data["source"]
+    if is_views_source(data):
+        # named views in memory, for the multi-view estimators (n_features: a model's widths)
+        # (``path``: data.path with its {date} filled in; the views' files are data.paths)
+        given = {**data, "path": path} if isinstance(path, str) else data
+        return load_views(given, n_features=n_features), None
     options = data.get("storage_options")
     if source == "svmlight":
         from ..data.svmlight import read_svmlight

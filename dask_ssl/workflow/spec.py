@@ -103,7 +103,9 @@ def load_workflow(path, overrides: list[str] = ()) -> Workflow:
 
 
 def validate(data: dict, lines: dict, source: str, overrides: list[str]) -> Workflow:
-    from ..models import ESTIMATORS
+    from ..models.artifact import registry
+
+    ESTIMATORS = registry()
 
     origin = {}
     for item in overrides:
@@ -236,7 +238,20 @@ def _semantic_problems(data: dict, estimators: dict) -> list:
         named = [p for p in params if text.startswith(p) or f"'{p}' parameter" in text]
         problems.append((("estimator", "params", named[0]) if named else ("estimator", "params"),
                          text))
-    if "graph" in data and "graph" not in inspect.signature(cls.fit).parameters:
+    from ..models.artifact import is_multiview
+    from .views import VIEW_SOURCES, is_views_source
+
+    views = is_views_source(data["data"])
+    if views != is_multiview(cls):
+        problems.append((("data", "source"), (
+            f"{data['data']['source']} gives views; estimator {est['name']} takes one matrix "
+            f"(the multi-view ones: CoRLS, CoLapRLS, CoLapSVM, CoMR)") if views else (
+            f"estimator {est['name']} takes views: use one of {', '.join(VIEW_SOURCES)}")))
+    if "graph" in data and views:
+        problems.append((("graph",), "a graph section builds one graph of one matrix; the "
+                                     "multi-view estimators build each view's graph in their "
+                                     "fit (remove the section)"))
+    elif "graph" in data and "graph" not in inspect.signature(cls.fit).parameters:
         problems.append((("graph",), f"estimator {est['name']} does not use a graph; remove "
                                      f"this section or choose a graph-based estimator"))
     checkpoint = params.get("checkpoint")
@@ -280,6 +295,8 @@ def _with_defaults(data: dict) -> dict:
         doc["outputs"][key] = _absolute(doc["outputs"][key])
     if "path" in doc["data"]:
         doc["data"]["path"] = _absolute(doc["data"]["path"])
+    if "paths" in doc["data"]:
+        doc["data"]["paths"] = [_absolute(p) for p in doc["data"]["paths"]]
     checkpoint = doc["estimator"]["params"].get("checkpoint")
     if checkpoint and not checkpoint.startswith("{run_dir}"):
         doc["estimator"]["params"]["checkpoint"] = _absolute(checkpoint)

@@ -98,6 +98,10 @@ def take(blocks: RowBlocks, mask: np.ndarray, labels=None) -> RowBlocks:
 
     ``labels`` (one per selected row) are attached to the result when given.
     """
+    from .views import ViewRows
+
+    if isinstance(blocks, ViewRows):  # views in memory: the same rows of every view
+        return blocks.take(mask, labels)
     local = [(mask[s],) for s in blocks.block_slices()]
     futs = blocks.submit(_take, per_block=local, key="take-rows")
     sizes = np.array([int(m.sum()) for (m,) in local])

@@ -18,6 +18,7 @@ from ..linalg import RowBlocks
 from . import metrics as metrics_mod
 from . import sources, split as split_mod
 from .estimators import build_estimator
+from .views import model_input
 
 
 @dataclass
@@ -38,7 +39,7 @@ def sweep_values(split: dict) -> list[tuple[str, object]]:
 
 
 def scores_of(est, blocks) -> np.ndarray:
-    return np.asarray(est.decision_function(blocks))
+    return np.asarray(est.decision_function(model_input(blocks)))
 
 
 def training_scores(est, blocks) -> np.ndarray:
@@ -80,8 +81,9 @@ class Steps:
 
     # what a command may change --------------------------------------------------------------
     def data_path(self) -> str | None:
-        """The file to read (``data.path``; a run fills in its ``{date}``)."""
-        return self.doc["data"].get("path")
+        """The file to read (``data.path``; a run fills in its ``{date}``), or the files of
+        the views (``data.paths``)."""
+        return self.doc["data"].get("path") or self.doc["data"].get("paths")
 
     def estimator_params(self) -> dict:
         return dict(self.doc["estimator"]["params"])
@@ -169,7 +171,7 @@ class Steps:
         # before any data: the fit does not check its parameters again.
         with self.progress.phase("fit", counter=lambda: train.round_trips, unit="round trips"), \
                 config_context(skip_parameter_validation=True):
-            est.fit(train, y_train, **fit_kw)
+            est.fit(model_input(train), y_train, **fit_kw)
         est.client = None
         if last:
             self.fitted(est)
