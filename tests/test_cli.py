@@ -57,7 +57,7 @@ BAD = {
 
 
 @pytest.mark.parametrize("case, message", [
-    ("nan", "non-finite"), ("malformed", "line 2"), ("no_labels", "no labeled rows"),
+    ("nan", "nan.svm, line 1: value 'nan' is not a finite number"), ("malformed", "line 2"), ("no_labels", "no labeled rows"),
     ("one_class", "one labeled class"), ("empty", "no data"),
 ])
 def test_bad_input_gives_clear_error_and_no_model(client, tmp_path, capsys, case, message):

@@ -157,6 +157,22 @@ def test_every_number_form_reads_as_python_float(tmp_path):
     assert (np.signbit(got[ok]) == np.signbit(expected[ok])).all()
 
 
+@pytest.mark.parametrize("text, where", [
+    ("1 1:0.5\n# a comment\n\n-1 1:0.1 2:-inf\n", "line 4: value '-inf'"),
+    ("1 1:0.5\nNaN 1:0.1\n", "line 2: label 'NaN'"),
+])
+def test_finite_reads_name_the_first_nan_or_inf_with_its_line(tmp_path, text, where):
+    path = tmp_path / "x.svm"
+    path.write_text(text)
+    X, y = read_svmlight(path)  # read as numbers by default, as scikit-learn does
+    assert not (np.isfinite(X.data).all() and np.isfinite(y).all())
+    cache = tmp_path / "cache"
+    for _ in range(2):  # parsed, then from the block cache
+        with pytest.raises(ValueError, match=rf"x\.svm, {where} is not a finite number"):
+            read_svmlight(path, finite=True, cache=str(cache))
+    assert list((cache / "blocks").glob("*.npz"))
+
+
 # The block cache -------------------------------------------------------------------------
 def _write(path, rows):
     path.write_text("".join(f"{y} 1:{v} 3:1\n" for y, v in rows))

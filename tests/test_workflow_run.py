@@ -152,7 +152,12 @@ def test_mat_source_one_view_one_class_against_the_rest(client, shared_data, tmp
     report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
     assert report["data"]["n_rows"] == 169 and report["data"]["n_features"] == 3631
     assert report["split"]["n_labeled"] == 20
-    assert report["metrics"]["error"] < 0.5
+    # class 1 is a third of the rows: answering "rest" everywhere errs on a third and finds
+    # none of it; the model must do clearly better on both counts
+    per_class = {row["class"]: row for row in report["metrics"]["per_class"]}
+    constant = per_class[1]["support"] / sum(row["support"] for row in per_class.values())
+    assert report["metrics"]["error"] < 0.75 * constant
+    assert per_class[1]["recall"] >= 0.75
 
 
 def test_kernel_s3vm_workflow_as_shipped_and_with_branch_and_bound(client, tmp_path):

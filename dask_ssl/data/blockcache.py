@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-#: Bumped when the parser's output changes, so older entries are not used.
-FORMAT = 1
+#: Bumped when the parser's output changes, so older entries are not used (2: where the first
+#: non-finite label or value is).
+FORMAT = 2
 _OFF = ("", "off", "0", "false", "no")
 
 
@@ -60,7 +61,10 @@ def load(root: str, path: str, start, end, n_features: int):
                 return None
             n_lines, n_rows, n_cols = (int(v) for v in z["shape"])
             X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=(n_rows, n_cols))
-            return {"X": X, "y": z["y"], "n_lines": n_lines, "error": None}
+            line = int(z["nonfinite_line"])
+            nonfinite = None if line < 0 else (line, str(z["nonfinite_message"]))
+            return {"X": X, "y": z["y"], "n_lines": n_lines, "error": None,
+                    "nonfinite": nonfinite}
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
@@ -80,8 +84,10 @@ def store(root: str, path: str, start, end, n_features: int, part: dict, stamp) 
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
+            line, message = part["nonfinite"] or (-1, "")
             np.savez(f, stamp=stamp, shape=np.array([part["n_lines"], *X.shape], dtype=np.int64),
-                     data=X.data, indices=X.indices, indptr=X.indptr, y=part["y"])
+                     data=X.data, indices=X.indices, indptr=X.indptr, y=part["y"],
+                     nonfinite_line=np.int64(line), nonfinite_message=np.str_(message))
         os.replace(tmp, entry)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

@@ -349,12 +349,23 @@ def _parse_bytes(url, start, end, n_features, storage_options):
         return {"error": (n_lines, _MESSAGES[err].format(token=token, n_features=n_features)),
                 "n_lines": n_lines}
     values = convert_flagged(buf, flag_s, flag_e)
+    nonfinite = None
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        # nan and inf are numbers to the format, but no estimator takes them: where the first
+        # one is, for a caller that refuses them (read_svmlight's finite=True)
+        k = int(bad[0])
+        token = raw[flag_s[k]:flag_e[k]].decode("utf-8", "replace")
+        nonfinite = (int(np.count_nonzero(buf[:flag_s[k]] == 10)),
+                     f"{'label' if flag_pos[k] < 0 else 'value'} {token!r} is not a finite "
+                     "number")
     in_data = flag_pos >= 0
     data[flag_pos[in_data]] = values[in_data]
     labels[-1 - flag_pos[~in_data]] = values[~in_data]
     X = sp.csr_matrix((_used(data, nnz), _used(indices, nnz), _used(indptr, n_rows + 1)),
                       shape=(n_rows, max_index))
-    return {"X": X, "y": _used(labels, n_rows), "n_lines": n_lines, "error": None}
+    return {"X": X, "y": _used(labels, n_rows), "n_lines": n_lines, "error": None,
+            "nonfinite": nonfinite}
 
 
 def _used(a, k):
@@ -366,7 +377,8 @@ def _used(a, k):
 
 def _meta(part):
     """What the driver needs of a parsed range: small, unlike the range itself."""
-    meta = {"n_lines": part["n_lines"], "error": part["error"]}
+    meta = {"n_lines": part["n_lines"], "error": part["error"],
+            "nonfinite": part.get("nonfinite")}
     if part["error"] is None:
         meta["n_rows"], meta["n_cols"] = part["X"].shape
     return meta
@@ -434,18 +446,21 @@ def _ranges(files, n_blocks, storage_options):
     return out
 
 
-def _raise_first_error(ranges, metas):
+def _raise_first_error(ranges, metas, finite=False):
+    """The first malformed line of the ranges (and with ``finite``, the first non-finite
+    label or value) as a ValueError naming its file and line."""
     lines_before = {}
     for (url, _, _), meta in zip(ranges, metas):
         offset = lines_before.get(url, 0)
-        if meta["error"] is not None:
-            local, message = meta["error"]
+        problem = meta["error"] or (meta.get("nonfinite") if finite else None)
+        if problem is not None:
+            local, message = problem
             raise ValueError(f"{url}, line {offset + local + 1}: {message}")
         lines_before[url] = offset + meta["n_lines"]
 
 
 def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage_options=None,
-                  cache=False):
+                  cache=False, finite=False):
     """Read svmlight / libsvm files into CSR row blocks, parsed in parallel on the workers.
 
     Parameters
@@ -471,6 +486,10 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
         directory :func:`~dask_ssl.data.blockcache.cache_dir` names (``$DASK_SSL_CACHE``, else
         ``~/.cache/dask-ssl``; ``DASK_SSL_CACHE=off`` turns it off); a string: that directory.
         It must be reachable from the workers (it is on a LocalCluster).
+    finite : bool, default False
+        Refuse a label or value that is NaN or infinite, naming its file and line (what the
+        commands do: no estimator takes them). By default they are read as numbers, as
+        scikit-learn's ``load_svmlight_file`` reads them, and refused by the estimators.
 
     Returns
     -------
@@ -500,7 +519,7 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
     if client is None:
         ranges = [(url, 0, None) for url, _ in files]
         parts = [_parse_range(*r, limit, storage_options, cache) for r in ranges]
-        _raise_first_error(ranges, parts)
+        _raise_first_error(ranges, parts, finite)
         if not any(p["X"].shape[0] for p in parts):
             raise ValueError(f"no data lines in {', '.join(url for url, _ in files)}")
         width = int(n_features or max(p["X"].shape[1] for p in parts))
@@ -519,7 +538,7 @@ def read_svmlight(paths, *, client=None, n_features=None, n_blocks=None, storage
                            pure=False)
              for i, r in enumerate(ranges)]
     metas = client.gather([client.submit(_meta, p) for p in parts])
-    _raise_first_error(ranges, metas)
+    _raise_first_error(ranges, metas, finite)
     kept = [(p, m) for p, m in zip(parts, metas) if m["n_rows"] > 0]
     if not kept:
         raise ValueError(f"no data lines in {', '.join(url for url, _ in files)}")

@@ -78,7 +78,7 @@ def load(data: dict, path: str | None, client, *, n_features: int | None = None,
         # unchanged file skips parsing.
         return read_svmlight(path, client=client, n_features=data.get("n_features") or n_features,
                              n_blocks=data.get("n_blocks"), storage_options=options,
-                             cache=True), None
+                             cache=True, finite=True), None
     if source == "kdd99":
         from ..data.kdd99 import KDD99Encoding, read_kdd99
 

@@ -175,7 +175,7 @@ def read_svmlight_views(paths, *, names=None, n_features=None) -> ViewRows:
         raise ValueError(f"{len(widths)} widths (n_features) for {len(paths)} views")
     views, labels = {}, None
     for name, path, width in zip(names, paths, widths):
-        X, y = read_svmlight(path, n_features=width)
+        X, y = read_svmlight(path, n_features=width, finite=True)
         if labels is None:
             labels, first = y, path
         elif y.shape != labels.shape:
