@@ -68,6 +68,12 @@ SHARED = {
     "n_components": [COUNT],
     "landmarks": [StrOptions(set(LANDMARKS))],
     "eig_tol": [POSITIVE],
+    # sparse models (thesis ch. 5)
+    "n_basis": [COUNT, Interval(Real, 0, 1, closed="right")],  # d: a count or a share of n
+    "basis": [StrOptions({"greedy", "random", "lasso", "lars"}), "array-like"],  # J
+    "method": [StrOptions({"laprls", "slack", "decoupled"})],  # the objective on the basis
+    "kappa": [COUNT],  # greedy candidates a step
+    "nu": [POSITIVE],  # slack coupling
     # solvers
     "tol": [POSITIVE],
     "max_iter": [COUNT],
