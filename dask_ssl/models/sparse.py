@@ -191,7 +191,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         Greedy: the objective (thesis units, summed over columns) after each basis function
         entered; slack with ``solver="graph"``: Eq 5.7 per alternation.
     n_iter_ : int
-        Alternations of the slack fit (0 where there are none).
+        Alternations of the slack fit with ``solver="graph"``; 1 otherwise (one exact solve
+        on the final basis).
     selection_ : list
         Empty: nothing is selected on the labels.
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
@@ -313,7 +314,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                 J, gamma_S = solve.l1_basis(quad, columns, d,
                                             "lasso" if self.basis == "lasso" else "lar")
             fit = solve.fit_on_basis(quad, columns, J)
-        beta, history, n_iter = fit.beta, fit.history, 0
+        # one exact solve on the final basis, unless the alternation runs
+        beta, history, n_iter = fit.beta, fit.history, 1
         objective = fit.objective
         if self.method == "slack":
             KJJ = fit.KNJ[fit.basis]
