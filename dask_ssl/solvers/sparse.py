@@ -35,6 +35,10 @@ from scipy.sparse.linalg import splu
 from ..kernels.base import kernel_matrix
 from .graph import solve_graph_system
 
+#: Up to this many rows the f-system is factored dense on the driver (Cholesky: one BLAS-3
+#: solve for many columns; a sparse LU of ``L^p`` with p > 1 or hub rows fills in anyway), and
+#: the whole Gram matrix is computed once instead of column by column.
+DENSE_MAX_ROWS = 3000
 #: A candidate whose Cholesky pivot is below this share of its own curvature ``h_j`` lies in
 #: the span of the basis (to round-off): it is dropped from the pool.
 PIVOT_TOL = 1e-10
@@ -48,10 +52,15 @@ class KernelColumns:
         self.X, self.kernel, self.kernel_params = X, kernel, kernel_params
         self.n = X.shape[0]
         self.evaluated = 0
+        self._K = None
+        if self.n <= DENSE_MAX_ROWS:
+            self._K = kernel_matrix(X, kernel=kernel, kernel_params=kernel_params)
 
     def __call__(self, idx) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
         self.evaluated += idx.size
+        if self._K is not None:
+            return self._K[:, idx]
         return kernel_matrix(self.X, self.X[idx], kernel=self.kernel,
                              kernel_params=self.kernel_params)
 
@@ -59,8 +68,9 @@ class KernelColumns:
 class FSystem:
     """Solves ``(g M + diag(fidelity)) F = B`` for the columns of ``B``.
 
-    ``graph=None``: one sparse LU of the matrix on the driver, reused by every solve (the
-    matrix does not change during a fit). With a :class:`~dask_ssl.graph.weights.Graph` on the
+    ``graph=None``: one factorization of the matrix on the driver, reused by every solve (the
+    matrix does not change during a fit): dense Cholesky up to :data:`DENSE_MAX_ROWS` rows,
+    a sparse LU beyond. With a :class:`~dask_ssl.graph.weights.Graph` on the
     workers: each solve is :func:`~dask_ssl.solvers.graph.solve_graph_system` (the
     GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``.
     """
@@ -73,15 +83,21 @@ class FSystem:
         self.n = self.fidelity.size
         self.solves = 0      # columns solved
         self.cg_passes = 0   # block CG passes (workers)
+        self._lu = self._cho = None
         if graph is None:
             A = self.g * sp.csc_matrix(M) + sp.diags(self.fidelity)
-            self._lu = splu(sp.csc_matrix(A))
+            if self.n <= DENSE_MAX_ROWS:
+                self._cho = cho_factor(A.toarray(), lower=True)
+            else:
+                self._lu = splu(sp.csc_matrix(A))
 
     def solve(self, B, X0=None) -> np.ndarray:
         B = np.asarray(B, dtype=np.float64)
         B2 = B.reshape(self.n, -1)
         self.solves += B2.shape[1]
-        if self.graph is None:
+        if self._cho is not None:
+            F = cho_solve(self._cho, B2)
+        elif self.graph is None:
             F = self._lu.solve(B2)
         else:
             X0 = None if X0 is None else np.asarray(X0, dtype=np.float64).reshape(B2.shape)
