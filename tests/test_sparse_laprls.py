@@ -11,7 +11,9 @@ from dask_ssl.graph import Graph
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
 from dask_ssl.models import sparse as sparse_module
+from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.solvers import sparse as solve
 
 KP = {"gamma": 4.0}
@@ -213,3 +215,18 @@ def test_bad_input_is_refused_before_any_work(client, monkeypatch, change, messa
     monkeypatch.setattr(sparse_module, "estimator_graph", no_work)
     with pytest.raises(ValueError, match=message):
         SparseLapRLS(kernel_params=KP, **change).fit(X, y)
+
+
+def test_gamma_I_auto_keeps_the_supervised_candidate_and_the_shared_rule(client):
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    est = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    rows = est.selection_
+    assert rows[0]["gamma_I"] == 0.0 and [r["gamma_I"] for r in rows] == list(AUTO_GAMMA_I)
+    assert sum(r["chosen"] for r in rows) == 1
+    assert est.gamma_I_ == next(r["gamma_I"] for r in rows if r["chosen"])
+    assert all(r["criterion"] == "cv" for r in rows)
+    few = problem(client, n=60, n_labeled=4)[1]
+    with pytest.warns(SelectionWarning):
+        lone = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, few,
+                                                                                graph=graph)
+    assert lone.gamma_I_ == 1e4 and lone.selection_ == []

@@ -108,7 +108,6 @@ OVERRIDES = {
     ("KernelDAS3VM", "loss"): "DA(l2) and DA(sqr) of thesis ch. 3",
     ("BranchAndBoundS3VM", "loss"): "the losses of thesis ch. 3",
     ("SparseLapRLS", "solver"): "f-systems by a sparse LU on the driver or block CG on the workers",
-    ("SparseLapRLS", "gamma_I"): "a number: not selected on the labels (no 'auto' yet)",
 }
 
 #: Estimators whose y holds unlabeled rows by default.

@@ -36,7 +36,8 @@ from ..linalg import RowBlocks
 from ..linalg.rowblocks import is_dask_array
 from ..solvers import sparse as solve
 from ._clone import SharesClient
-from ._constraints import NON_NEGATIVE, constraints, validate
+from ._constraints import constraints, validate
+from ._graph_weight import SEED_GAMMA_I, truth_of
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
 from ._input import check_finite_local, fit_input, to_blocks
@@ -44,14 +45,14 @@ from ._pickle import PicklesWithoutGraph
 from ._rbf_width import default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
-from .manifold import _block_decision, _gather_rows, _squeeze
+from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
+from .manifold import AUTO_GAMMA_I, _block_decision, _gather_rows, _squeeze
 
 BASES = ("greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled")
 SOLVERS = ("direct", "graph")
-#: Where SparseLapRLS narrows the shared constraints: its own solvers; gamma_I a number (it is
-#: not selected on the labels).
-_OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))], gamma_I=[NON_NEGATIVE])
+#: Where SparseLapRLS narrows the shared constraints: its own solvers.
+_OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))])
 
 
 def _fraction_or_count(n_basis, n_rows: int) -> int:
@@ -125,10 +126,18 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     gamma_A : float, default 1e-6
         gamma_A, weight of the ambient norm ``beta^T K_JJ beta`` (LapRLS's units; the thesis'
         ch. 5 gamma_A is ``l gamma_A``).
-    gamma_I : float, default 1e4
+    gamma_I : float or "auto", default "auto"
         gamma_I, weight of the graph term before ``graph_normalization`` (the thesis' ch. 5
-        gamma_I is ``l gamma_I_eff``, the weight GraphTransduction's system carries). A
-        float: this estimator does not select it on the labels (no ``"auto"``).
+        gamma_I is ``l gamma_I_eff``, the weight GraphTransduction's system carries). 0 is
+        the supervised fit on the basis (for ``"decoupled"`` too: without a graph term there
+        is nothing to propagate). ``"auto"`` chooses among LapRLS's ``AUTO_GAMMA_I`` (0
+        first) by 4-fold cross-validation on the labeled rows, refitting the whole method
+        (basis included) in each fold, the held-out rows staying in the graph unlabeled, and
+        the shared rule of :mod:`dask_ssl.models._selection` (a graph candidate replaces the
+        supervised one only when it errs less and its paired gain in held-out squared
+        residual exceeds its noise); with fewer than 5 labeled rows in a class it is the
+        seeds' 1e4, with a :class:`~dask_ssl.models._selection.SelectionWarning`. The value
+        used is ``gamma_I_``; the candidates are in ``selection_``.
     nu : float, default 1.0
         nu, the slack coupling (Eq 5.7): the weight of ``||f - K_NJ beta||^2`` relative to the
         labeled squared loss (``nu/2`` against ``1/2`` in the thesis' units). ``nu -> inf``
@@ -193,13 +202,15 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     n_iter_ : int
         Alternations of the slack fit with ``solver="graph"``; 1 otherwise (one exact solve
         on the final basis).
-    selection_ : list
-        Empty: nothing is selected on the labels.
+    selection_ : list of dict
+        With ``gamma_I="auto"`` and enough labels: per candidate its ``gamma_I``, held-out
+        ``errors``, ``error``, ``stderr``, ``squared`` residual, ``chosen`` and
+        ``criterion="cv"`` (:func:`dask_ssl.models._selection.table`); empty otherwise.
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
     """
 
     def __init__(self, *, n_basis=0.1, basis="greedy", method="slack", kappa=50,
-                 gamma_A=1e-6, gamma_I=1e4, nu=1.0, kernel="rbf", kernel_params=None,
+                 gamma_A=1e-6, gamma_I="auto", nu=1.0, kernel="rbf", kernel_params=None,
                  n_neighbors=10, metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p=1, graph_normalization="n2",
                  solver="direct", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
@@ -278,57 +289,15 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         labeled = labels.labeled
         warn_graph(diag, labeled)
         l = int(labeled.sum())
-        weight = graph_term_weight_on(self, graph, float(self.gamma_I))
-        a, g, nu = l * float(self.gamma_A), l * weight, float(self.nu)
+        unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
         M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
         Ybar = labels.columns()
         columns = solve.KernelColumns(points, self.kernel, kparams)
-        rng = check_random_state(self.random_state)
-        on_workers = dict(graph=graph if self.solver == "graph" else None,
-                          normalized=self.normalized, p=self.p, tol=self.tol)
-
-        fsys, F = None, None
-        if self.method == "laprls":
-            quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
-        elif self.method == "slack":
-            fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
-            quad = solve.slack_quadratic(fsys, Ybar, a, nu)
-        else:
-            # graph transduction, rows of a component without labels held at 0 (as
-            # GraphTransduction does), then the supervised fit to its scores
-            has_label = np.bincount(diag.labels, weights=labeled,
-                                    minlength=diag.n_components) > 0
-            fidelity = np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
-            F = solve.FSystem(M, fidelity, g, **on_workers).solve(Ybar)
-            quad = solve.regression_quadratic(F, a, nu)
-
-        gamma_S = None
-        if given is None and self.basis == "greedy":
-            fit = solve.greedy_basis(quad, columns, d, int(self.kappa), rng)
-        else:
-            if given is not None:
-                J = given
-            elif self.basis == "random":
-                J = np.sort(rng.choice(n, d, replace=False))
-            else:
-                J, gamma_S = solve.l1_basis(quad, columns, d,
-                                            "lasso" if self.basis == "lasso" else "lar")
-            fit = solve.fit_on_basis(quad, columns, J)
-        # one exact solve on the final basis, unless the alternation runs
-        beta, history, n_iter = fit.beta, fit.history, 1
-        objective = fit.objective
-        if self.method == "slack":
-            KJJ = fit.KNJ[fit.basis]
-            if self.solver == "graph":
-                res = solve.slack_alternate(fsys, M, labeled, Ybar, a, g, nu, fit.KNJ, KJJ,
-                                            beta, tol=self.tol, max_iter=self.max_iter)
-                beta, F, history, n_iter = res.beta, res.f, res.history, res.n_iter
-                objective = [solve.slack_objective(M, labeled, Ybar[:, [c]], a, g, nu, fit.KNJ,
-                                                   KJJ, beta[:, [c]], F[:, [c]])
-                             for c in range(beta.shape[1])]
-            else:
-                # f of the exact minimizer: the f-step at the final beta
-                F = fsys.solve(Ybar + nu * (fit.KNJ @ beta))
+        problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n)
+        gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
+        out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+        weight = gamma_I * unit
+        fit, beta, F = out["fit"], out["beta"], out["F"]
         self.classes_ = labels.classes
         self.basis_ = fit.basis
         self.basis_points_ = points[fit.basis]
@@ -336,14 +305,14 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.intercept_ = np.zeros(beta.shape[1])
         self.n_basis_ = int(fit.basis.size)
         self.kernel_params_ = kparams
-        self.gamma_I_ = float(self.gamma_I)
+        self.gamma_I_ = float(gamma_I)
         self.gamma_I_effective_ = float(weight)
-        self.gamma_S_ = gamma_S
+        self.gamma_S_ = out["gamma_S"]
         self.graph_scores_ = F
-        self.objective_ = _squeeze(2.0 / l * np.asarray(objective, dtype=float))
-        self.history_ = [float(v) for v in history]
-        self.n_iter_ = int(n_iter)
-        self.selection_ = []
+        self.objective_ = _squeeze(2.0 / l * np.asarray(out["objective"], dtype=float))
+        self.history_ = [float(v) for v in out["history"]]
+        self.n_iter_ = int(out["n_iter"])
+        self.selection_ = selection
         self.graph_ = graph
         self.diagnostics_ = diag
         self.n_neighbors_ = k
@@ -355,6 +324,95 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.transduction_ = self._labels_from_scores(S)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _gamma_I(self, problem, Ybar, labeled, unit):
+        """``(gamma_I, selection_)``: the given value, or with ``"auto"`` the choice among
+        :data:`AUTO_GAMMA_I` (0, the supervised model, first) by :data:`CV_FOLDS`-fold
+        cross-validation on the labeled rows (the basis chosen again in every fold; a fold's
+        held-out rows stay in the graph, unlabeled) and the rule of :mod:`._selection`; with
+        fewer than 5 labeled rows in a class the seeds' 1e4, with a warning."""
+        if self.gamma_I != "auto":
+            return float(self.gamma_I), []
+        L = np.flatnonzero(labeled)
+        YL = Ybar[L]
+        truth = truth_of(YL)
+        if not enough_labels(truth):
+            warn_unchecked(self, "gamma_I")
+            return SEED_GAMMA_I, []
+        fold = fold_of(truth, min(CV_FOLDS, L.size))
+        outputs = []
+        for gamma in AUTO_GAMMA_I:
+            held_out = np.empty_like(YL)
+            for f in range(int(fold.max()) + 1):
+                train = labeled.copy()
+                train[L[fold == f]] = False
+                out = self._solve(problem, gamma * unit, Ybar * train[:, None], train)
+                fit = out["fit"]
+                held_out[fold == f] = fit.KNJ[L[fold == f]] @ out["beta"]
+            outputs.append(held_out)
+        wrong = np.array([truth_of(out) != truth for out in outputs])
+        squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
+        best = choose(wrong, squared, supervised=0)
+        rows = [{"gamma_I": g} for g in AUTO_GAMMA_I]
+        selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
+        return AUTO_GAMMA_I[best], selection
+
+    def _solve(self, problem, weight, Ybar, labeled) -> dict:
+        """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
+        (chosen, drawn or given) and its coefficients, ``F`` (slack's f or the transduction
+        scores), the objective per column (thesis units), history and alternations. With
+        ``weight = 0`` the decoupled method has no graph to propagate on: it is then the
+        restricted (supervised) fit, as every method is at ``gamma_I = 0``."""
+        M, graph, columns = problem["M"], problem["graph"], problem["columns"]
+        l = int(labeled.sum())
+        a, g, nu = l * float(self.gamma_A), l * weight, float(self.nu)
+        rng = check_random_state(self.random_state)
+        on_workers = dict(graph=graph if self.solver == "graph" else None,
+                          normalized=self.normalized, p=self.p, tol=self.tol)
+        method = "laprls" if self.method == "decoupled" and weight == 0 else self.method
+        fsys, F = None, None
+        if method == "laprls":
+            quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
+        elif method == "slack":
+            fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
+            quad = solve.slack_quadratic(fsys, Ybar, a, nu)
+        else:
+            # graph transduction, rows of a component without labels held at 0 (as
+            # GraphTransduction does), then the supervised fit to its scores
+            diag = problem["diag"]
+            has_label = np.bincount(diag.labels, weights=labeled,
+                                    minlength=diag.n_components) > 0
+            fidelity = np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
+            F = solve.FSystem(M, fidelity, g, **on_workers).solve(Ybar)
+            quad = solve.regression_quadratic(F, a, nu)
+        gamma_S, given, d = None, problem["given"], problem["d"]
+        if given is None and self.basis == "greedy":
+            fit = solve.greedy_basis(quad, columns, d, int(self.kappa), rng)
+        else:
+            if given is not None:
+                J = given
+            elif self.basis == "random":
+                J = np.sort(rng.choice(problem["n"], d, replace=False))
+            else:
+                J, gamma_S = solve.l1_basis(quad, columns, d,
+                                            "lasso" if self.basis == "lasso" else "lar")
+            fit = solve.fit_on_basis(quad, columns, J)
+        # one exact solve on the final basis, unless the alternation runs
+        beta, history, n_iter, objective = fit.beta, fit.history, 1, fit.objective
+        if method == "slack":
+            KJJ = fit.KNJ[fit.basis]
+            if self.solver == "graph":
+                res = solve.slack_alternate(fsys, M, labeled, Ybar, a, g, nu, fit.KNJ, KJJ,
+                                            beta, tol=self.tol, max_iter=self.max_iter)
+                beta, F, history, n_iter = res.beta, res.f, res.history, res.n_iter
+                objective = [solve.slack_objective(M, labeled, Ybar[:, [c]], a, g, nu, fit.KNJ,
+                                                   KJJ, beta[:, [c]], F[:, [c]])
+                             for c in range(beta.shape[1])]
+            else:
+                # f of the exact minimizer: the f-step at the final beta
+                F = fsys.solve(Ybar + nu * (fit.KNJ @ beta))
+        return dict(fit=fit, beta=beta, F=F, history=history, n_iter=n_iter,
+                    objective=objective, gamma_S=gamma_S)
 
     # prediction --------------------------------------------------------------------------
     def decision_function(self, X):
