@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.neighbors import kneighbors_graph
 
-from dask_ssl.data.generators import two_moons
+from dask_ssl.data.generators import g50c, two_moons
 from dask_ssl.graph import Graph
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
@@ -140,22 +140,45 @@ def test_decoupled_f_step_is_graph_transduction(client, solver):
     assert est.gamma_I_effective_ == pytest.approx(gt.gamma_I_effective_)
 
 
+def _label_draws(truth, n_labels, draws):
+    for draw in range(draws):
+        rng = np.random.default_rng(draw)
+        first = [rng.choice(np.flatnonzero(truth == c)) for c in (-1, 1)]
+        rest = rng.choice(np.setdiff1d(np.arange(truth.size), first), n_labels - 2,
+                          replace=False)
+        y = np.full(truth.size, -1)
+        lab = np.concatenate([first, rest]).astype(int)
+        y[lab] = (truth[lab] > 0).astype(int)
+        yield draw, y
+
+
 def test_two_moons_greedy_slack_at_a_tenth_of_the_rows(client):
-    # a small run of the thesis' Table 5.5 setting (one label a class, d = 0.1 n); the
-    # settings are those benchmarks/bench_sparse.py chose on its validation rows
+    # a small run of the thesis' Table 5.5 setting (one label a class, d = 0.1 n) at the
+    # setting benchmarks/bench_sparse.py chose for GREEDY+SLACK on its validation rows
     X, truth = two_moons(n=300, noise=0.05, seed=1)
     errors = []
-    for draw in range(3):
-        rng = np.random.default_rng(draw)
-        y = np.full(truth.size, -1)
-        for c in (-1, 1):
-            y[rng.choice(np.flatnonzero(truth == c))] = int(c > 0)
-        est = SparseLapRLS(n_basis=0.1, gamma_A=1e-6, gamma_I=1e6, nu=1e-3,
+    for draw, y in _label_draws(truth, 2, 3):
+        est = SparseLapRLS(n_basis=0.1, gamma_A=1e-6, gamma_I=1e4, nu=1e-3,
                            random_state=draw, client=client).fit(X, y)
         unl = y < 0
         errors.append(np.mean(est.transduction_[unl] != (truth[unl] > 0)))
         assert est.n_basis_ == 30 and est.dual_coef_.shape == (30, 1)
     assert np.mean(errors) <= 0.015
+
+
+def test_g50c_greedy_slack_at_a_tenth_of_the_rows(client):
+    # g50c's Table 5.1 size (412 training rows, 21 labels, d = 41) at the graph and setting
+    # benchmarks/bench_sparse.py chose on its validation rows
+    X, truth = g50c(n=412, seed=3)
+    est = SparseLapRLS(n_basis=0.1, gamma_A=1e-6, gamma_I=1e2, nu=1e-3, n_neighbors=50, p=5,
+                       random_state=0, client=client)
+    errors = []
+    for draw, y in _label_draws(truth, 21, 2):
+        est.set_params(random_state=draw).fit(X, y, graph=getattr(est, "graph_", None))
+        unl = y < 0
+        errors.append(np.mean(est.transduction_[unl] != (truth[unl] > 0)))
+    assert est.n_basis_ == 41
+    assert np.mean(errors) <= 0.11
 
 
 def test_bases_and_multiclass(client):
