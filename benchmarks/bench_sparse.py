@@ -125,7 +125,8 @@ def bench(name, X, truth, n_labels, draws, fraction, client):
     print(f"\n{name}: n = {train.size} training + {val.size} validation rows, "
           f"l = {n_labels}, d = {d}, {draws} label draws, graph (n_neighbors, p) = {(k, p)} "
           f"({seconds:.0f} s)")
-    print(f"{'method':<14}{'unlabeled %':>12}{'validation %':>14}  setting (gamma_A, gamma_I[, nu])")
+    print(f"{'method':<14}{'unlabeled %':>12}{'validation %':>14}  "
+          "setting (gamma_A, gamma_I[, nu])")
     for method, (v, u, setting, _) in out.items():
         print(f"{method:<14}{100 * u:>12.2f}{100 * v:>14.2f}  {setting}")
     return out

@@ -3,7 +3,6 @@ method against dense solves, LapRLS and GraphTransduction."""
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.neighbors import kneighbors_graph
 
 from dask_ssl.data.generators import g50c, two_moons

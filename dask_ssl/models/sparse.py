@@ -23,10 +23,10 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from threadpoolctl import threadpool_limits
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
 from ..graph.dense import regularizer_matrix
