@@ -22,6 +22,11 @@ tuned setting), GREEDY+SLACK (``method="slack"``, the basis chosen on the slack 
 DECOUPLED (graph transduction, then the sparse supervised fit). Thesis Table 5.5, error %:
 2moons 8.42 / 4.96 / 0.45 / 0.44 (GREEDY / SLACK / GREEDY+SLACK / LAPRLS), decoupled 0.45;
 G50C 18.11 / 9.97 / 9.28 / 11.20, decoupled 8.44 (their d is 15 for 2moons, 42 for G50C).
+
+Measured (10 draws, d = 0.1 n, unlabeled error %; GREEDY / SLACK / GREEDY+SLACK / LAPRLS /
+DECOUPLED): two moons, noise 0.05: 2.48 / 1.52 / 0.00 / 0.00 / 0.00; two moons, noise 0.1
+(the generator's default; the kNN graph bridges the moons and the full LapRLS errs too):
+8.91 / 7.34 / 7.39 / 8.39 / 8.75; g50c, graph (50, 5): 10.46 / 7.98 / 7.83 / 7.34 / 7.42.
 """
 
 from __future__ import annotations
