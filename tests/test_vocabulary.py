@@ -60,6 +60,11 @@ VOCABULARY = {
     "n_components": "Nystrom landmarks m (RegularizedSpectralClustering: eigenfunctions)",
     "landmarks": "how Nystrom landmarks are drawn",
     "eig_tol": "relative cut of the kernel matrix's eigenvalues",
+    "n_basis": "basis size d of a sparse model (int, or a share of n)",
+    "basis": "how a sparse model's basis J is found, or the row indices",
+    "method": "objective on a sparse basis: restricted LapRLS, slack, decoupled",
+    "kappa": "candidates scored per greedy step (kappa)",
+    "nu": "slack coupling of graph outputs f and basis outputs (nu)",
     "solver": "the estimator's solvers (its own options)",
     "tol": "solver tolerance",
     "max_iter": "solver iteration bound",
@@ -108,6 +113,7 @@ OVERRIDES = {
     ("LapSVM", "loss"): "the two losses of thesis ch. 2",
     ("KernelDAS3VM", "loss"): "DA(l2) and DA(sqr) of thesis ch. 3",
     ("BranchAndBoundS3VM", "loss"): "the losses of thesis ch. 3",
+    ("SparseLapRLS", "solver"): "f-systems by a sparse LU on the driver or block CG on the workers",
 }
 # multi-view estimators: a hyperparameter of each view takes one value or a list per view
 for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
@@ -139,7 +145,7 @@ def _params(cls) -> dict:
 
 
 def test_every_exported_estimator_is_walked():
-    assert len(ESTIMATORS) == 13
+    assert len(ESTIMATORS) == 14
     assert set(models.ESTIMATORS.values()) <= set(ESTIMATORS)
     assert {"CoRLS", "CoLapRLS", "CoLapSVM"} <= {cls.__name__ for cls in MULTIVIEW}
 
@@ -175,7 +181,7 @@ def test_one_name_takes_one_set_of_values(cls):
 #: Estimators with a graph term weighted by gamma_I (gamma_I_pos / gamma_I_neg).
 GRAPH_ESTIMATORS = {"LapRLS", "LapSVM", "LinearLapRLS", "LinearLapSVM", "GraphTransduction",
                     "RegularizedSpectralClustering", "ClassDependentLapRLS", "CoLapRLS",
-                    "CoLapSVM"}
+                    "CoLapSVM", "SparseLapRLS"}
 
 
 def test_graph_estimators_scale_gamma_I_one_way_by_default():

@@ -9,6 +9,7 @@ from .l2svm import L2SVM
 from .linear_manifold import LinearLapRLS, LinearLapSVM
 from .manifold import LapRLS, LapSVM
 from .rls import RLS
+from .sparse import SparseLapRLS
 from .spectral import ClassDependentLapRLS, RegularizedSpectralClustering
 from .tsvm import TSVM
 
@@ -20,8 +21,10 @@ ESTIMATORS = {cls.__name__: cls for cls in (L2SVM, RLS, TSVM, DAS3VM, LinearLapR
 ESTIMATORS.update({cls.__name__: cls for cls in (KernelDAS3VM, BranchAndBoundS3VM)})
 # graph transduction: the training rows, their scores and the prior (_transduction_serving)
 ESTIMATORS[GraphTransduction.__name__] = GraphTransduction
+# sparse models: the basis rows and their coefficients
+ESTIMATORS[SparseLapRLS.__name__] = SparseLapRLS
 
 __all__ = ["BranchAndBoundS3VM", "ClassDependentLapRLS", "DAS3VM", "ESTIMATORS",
            "GraphTransduction", "KernelDAS3VM", "L2SVM", "LapRLS", "LapSVM", "LinearLapRLS",
-           "LinearLapSVM", "NodeLimitError", "RLS", "RegularizedSpectralClustering", "TSVM",
+           "LinearLapSVM", "NodeLimitError", "RLS", "RegularizedSpectralClustering", "SparseLapRLS", "TSVM",
            "expected_failed_checks"]

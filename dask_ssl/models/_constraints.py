@@ -15,7 +15,7 @@ from numbers import Integral, Real
 
 from sklearn import get_config
 from sklearn.metrics.pairwise import KERNEL_PARAMS
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
 from ..graph.knn import METRICS
 from ..graph.weights import LOCAL, SYMMETRIZE, WEIGHTS
@@ -73,6 +73,12 @@ SHARED = {
     "n_components": [COUNT],
     "landmarks": [StrOptions(set(LANDMARKS))],
     "eig_tol": [POSITIVE],
+    # sparse models (thesis ch. 5)
+    "n_basis": [COUNT, Interval(RealNotInt, 0, 1, closed="right")],  # d: a count or a share of n
+    "basis": [StrOptions({"greedy", "random", "lasso", "lars"}), "array-like"],  # J
+    "method": [StrOptions({"laprls", "slack", "decoupled"})],  # the objective on the basis
+    "kappa": [COUNT],  # greedy candidates a step
+    "nu": [POSITIVE],  # slack coupling
     # solvers
     "tol": [POSITIVE],
     "max_iter": [COUNT],

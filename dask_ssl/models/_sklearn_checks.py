@@ -14,6 +14,7 @@ from .graph_transduction import GraphTransduction
 from .kernel_da import KernelDAS3VM
 from .linear_manifold import LinearLapRLS, LinearLapSVM
 from .manifold import LapRLS, LapSVM
+from .sparse import SparseLapRLS
 from .tsvm import TSVM
 
 _MINUS_ONE_IS_UNLABELED = (
@@ -23,7 +24,7 @@ _MINUS_ONE_IS_UNLABELED = (
     "LabelSpreading, SelfTrainingClassifier) from those labels by name")
 
 _SEMI_SUPERVISED = (TSVM, DAS3VM, KernelDAS3VM, BranchAndBoundS3VM, GraphTransduction, LapRLS,
-                    LapSVM, LinearLapRLS, LinearLapSVM)
+                    LapSVM, LinearLapRLS, LinearLapSVM, SparseLapRLS)
 
 #: Expected failures by estimator class (check name -> reason); classes not here fail none.
 EXPECTED_FAILED_CHECKS: dict[type, dict[str, str]] = {

@@ -1,0 +1,486 @@
+"""Sparse manifold regularization: LapRLS on a few kernel basis functions (thesis ch. 5).
+
+The model is ``f(x) = sum_{j in J} beta_j K(x_j, x)`` over ``d = |J|`` training rows (the basis),
+so a new row costs ``d`` kernel evaluations instead of ``n``. The basis is grown by kernel
+matching pursuit (``basis="greedy"``), drawn at random, read off an l1 path (``"lasso"``,
+``"lars"``) or given; on it the estimator fits one of three objectives (``method``):
+
+- ``"laprls"``: LapRLS restricted to the basis (Eq 5.2; the thesis' GREEDY / RANDOM / LASSO /
+  LARS rows of Tables 5.3 and 5.5);
+- ``"slack"``: the slack method (Eq 5.6-5.9), graph outputs ``f`` on all rows coupled to the
+  basis outputs by ``nu/2 ||f - K_NJ beta||^2``; with ``basis="greedy"`` this is the thesis'
+  GREEDY+SLACK, with a given basis (e.g. a GREEDY model's ``basis_``) its SLACK;
+- ``"decoupled"``: the fully decoupled method, graph transduction ``(gamma_I M + I_L) f = Ybar``
+  first, then a sparse supervised fit ``gamma_A/2 ||h||^2 + nu/2 ||f - h||^2`` to its scores.
+
+The computations are in :mod:`dask_ssl.solvers.sparse`.
+"""
+
+from __future__ import annotations
+
+import time
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from ..cluster import get_client
+from ..graph.dense import regularizer_matrix
+from ..graph.diagnostics import graph_diagnostics, warn_graph
+from ..graph.weights import Graph
+from ..kernels.base import check_kernel, kernel_matrix
+from ..linalg import RowBlocks
+from ..linalg.rowblocks import is_dask_array
+from ..solvers import sparse as solve
+from ._clone import SharesClient
+from ._constraints import constraints, validate
+from ._graph_weight import SEED_GAMMA_I, truth_of
+from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
+                          graph_term_weight_on)
+from ._input import check_finite_local, fit_input, to_blocks
+from ._pickle import PicklesWithoutGraph
+from ._rbf_width import default_rbf_gamma
+from .artifact import pack_matrix, unpack_matrix
+from .base import OneVsRestLabels
+from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
+from .manifold import AUTO_GAMMA_I, _block_decision, _gather_rows, _squeeze
+
+BASES = ("greedy", "random", "lasso", "lars")
+METHODS = ("laprls", "slack", "decoupled")
+SOLVERS = ("direct", "graph")
+#: Where SparseLapRLS narrows the shared constraints: its own solvers.
+_OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))])
+
+
+def _fraction_or_count(n_basis, n_rows: int) -> int:
+    """``d``: an int as given, a float as that share of the rows (at least one)."""
+    if isinstance(n_basis, Integral):
+        d = int(n_basis)
+        if not 1 <= d <= n_rows:
+            raise ValueError(f"n_basis={d} is out of range: the basis is drawn from the "
+                             f"{n_rows} training rows (1 <= n_basis <= {n_rows})")
+        return d
+    return max(1, int(round(float(n_basis) * n_rows)))
+
+
+def _given_basis(basis, n_rows: int) -> np.ndarray:
+    """A user's basis as row indices: integers, one-dimensional, distinct, in range."""
+    idx = np.asarray(basis)
+    if idx.ndim != 1 or idx.size == 0:
+        raise ValueError(f"basis must be a non-empty one-dimensional array of row indices, "
+                         f"got shape {idx.shape}")
+    if idx.dtype.kind not in "iu":
+        if idx.dtype.kind == "f" and np.all(np.isfinite(idx)) and np.all(idx == np.round(idx)):
+            idx = idx.astype(np.int64)
+        else:
+            raise ValueError(f"basis must hold integer row indices, got dtype {idx.dtype}")
+    bad = np.flatnonzero((idx < 0) | (idx >= n_rows))
+    if bad.size:
+        raise ValueError(f"basis index {int(idx[bad[0]])} (position {int(bad[0])}) is out of "
+                         f"range for {n_rows} training rows")
+    if np.unique(idx).size != idx.size:
+        raise ValueError("basis repeats a row index; each basis function is one row")
+    return idx.astype(np.int64)
+
+
+class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, ClassifierMixin,
+                   BaseEstimator):
+    """Sparse Laplacian RLS (thesis ch. 5): GREEDY, RANDOM, LASSO, LARS, SLACK, GREEDY+SLACK
+    and the fully decoupled method; multi-class one-vs-rest on one shared basis.
+
+    Units are those of :class:`LapRLS`: the objective is ``(1/l) sum_L (y_i - f_i)^2 + gamma_A
+    beta^T K_JJ beta + gamma_I_eff f^T M f`` (+ ``(nu/l) ||f - K_NJ beta||^2`` with slack), so
+    with every row in the basis ``method="laprls"`` is :class:`LapRLS`. Times ``l/2`` it is the
+    thesis' Eq 5.1 / 5.7, whose gamma_A, gamma_I are ``l gamma_A``, ``l gamma_I_eff`` here and
+    whose nu is ``nu``.
+
+    Parameters
+    ----------
+    n_basis : int or float, default 0.1
+        d, the number of basis functions: an int ``1 <= d <= n``, or a float in ``(0, 1]``,
+        that share of the ``n`` training rows (the thesis' ``d_max = 0.1 n``). Ignored when
+        ``basis`` is an index array. A greedy or l1 basis may end smaller when no further
+        row is linearly independent of it (``n_basis_`` is the size reached).
+    basis : {"greedy", "random", "lasso", "lars"} or array of int, default "greedy"
+        The index set J. ``"greedy"``: kernel matching pursuit with post-backfitting
+        (thesis 5.1.1) on the objective of ``method``: each step scores ``kappa`` random rows
+        outside J by ``g_j^2 / h_j`` (the first and second derivative of the objective in the
+        new coefficient at ``beta_J`` fixed; twice the decrease of the best one-dimensional
+        step) and adds the best; ``beta_J`` is then refitted exactly by a Cholesky factor
+        extended by one row a step. ``"random"``: ``d`` rows drawn uniformly. ``"lasso"`` /
+        ``"lars"``: the support where the Lasso / LARS path of ``R(beta) + gamma_S
+        ||beta||_1`` over all ``n`` functions (Eq 5.3, scikit-learn's ``lars_path`` on the
+        least-squares form of R; O(n^3), small data) first holds ``d`` functions, refitted
+        without the l1 term; the path's ``gamma_S`` (thesis units) is kept in ``gamma_S_``.
+        An array: those rows.
+    method : {"laprls", "slack", "decoupled"}, default "slack"
+        The objective (see the module docstring). With ``"slack"`` the greedy scores are
+        those of the slack objective with ``f`` minimized out exactly (the candidate's
+        coefficient and ``f`` jointly optimal, ``beta_J`` fixed): the thesis' GREEDY+SLACK
+        scores a candidate after a few CG iterations on ``f`` instead.
+    kappa : int, default 50
+        kappa, candidates scored per greedy step.
+    gamma_A : float, default 1e-6
+        gamma_A, weight of the ambient norm ``beta^T K_JJ beta`` (LapRLS's units; the thesis'
+        ch. 5 gamma_A is ``l gamma_A``).
+    gamma_I : float or "auto", default "auto"
+        gamma_I, weight of the graph term before ``graph_normalization`` (the thesis' ch. 5
+        gamma_I is ``l gamma_I_eff``, the weight GraphTransduction's system carries). 0 is
+        the supervised fit on the basis (for ``"decoupled"`` too: without a graph term there
+        is nothing to propagate). ``"auto"`` chooses among LapRLS's ``AUTO_GAMMA_I`` (0
+        first) by 4-fold cross-validation on the labeled rows, refitting the whole method
+        (basis included) in each fold, the held-out rows staying in the graph unlabeled, and
+        the shared rule of :mod:`dask_ssl.models._selection` (a graph candidate replaces the
+        supervised one only when it errs less and its paired gain in held-out squared
+        residual exceeds its noise); with fewer than 5 labeled rows in a class it is the
+        seeds' 1e4, with a :class:`~dask_ssl.models._selection.SelectionWarning`. The value
+        used is ``gamma_I_``; the candidates are in ``selection_``.
+    nu : float, default 1.0
+        nu, the slack coupling (Eq 5.7): the weight of ``||f - K_NJ beta||^2`` relative to the
+        labeled squared loss (``nu/2`` against ``1/2`` in the thesis' units). ``nu -> inf``
+        gives restricted LapRLS on the basis. For ``"decoupled"`` only ``gamma_A / nu``
+        matters (the ridge of the supervised fit to the transduction scores).
+    kernel, kernel_params
+        Base kernel K (:class:`LapRLS`; the default RBF width is filled into
+        ``kernel_params_``).
+    n_neighbors, metric, weights, t, symmetrize, search_epsilon, random_state
+        The kNN graph as in :class:`LapRLS` (``n_neighbors`` the seeds' nn);
+        ``random_state`` also draws the greedy candidates and the random basis.
+    normalized : bool, default True
+        Normalized Laplacian ``D^-1/2 L D^-1/2``.
+    p : int, default 1
+        ``M = L^p``.
+    graph_normalization : {"n2", "edges", "none"}, default "n2"
+        ``gamma_I_eff`` from ``gamma_I`` as in :class:`LapRLS`.
+    solver : {"direct", "graph"}, default "direct"
+        How the f-systems ``(gamma_I M + I_L [+ nu I]) f = b`` of ``"slack"`` and
+        ``"decoupled"`` are solved. ``"direct"``: one sparse LU on the driver for the whole
+        fit, and the slack fit on the final basis is its exact minimizer (``f`` eliminated).
+        ``"graph"``: every f-system is
+        :func:`~dask_ssl.solvers.graph.solve_graph_system`, GraphTransduction's block CG on
+        the workers (a greedy step solves its ``kappa`` candidate columns as one block), and
+        the fit on the final basis is the thesis' alternation of f-steps (Eq 5.8, warm-started
+        from the last ``f``) and ``d x d`` beta-steps (Eq 5.9). ``M`` products of
+        ``"laprls"`` are on the driver with either.
+    tol : float, default 1e-6
+        Relative tolerance of block CG and of the alternation's objective decrease.
+    max_iter : int, default 200
+        Alternations of the slack fit (``solver="graph"``).
+    unlabeled : scalar, default -1
+        Marker of unlabeled rows in ``y``.
+    client, n_blocks
+        Cluster and row blocks of the kNN search (and of the graph solver).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    basis_ : ndarray of shape (d,)
+        Indices of the basis rows in the training data, in the order they entered.
+    basis_points_ : ndarray or CSR of shape (d, n_features)
+        The basis rows x_j.
+    dual_coef_ : ndarray of shape (d, n_columns)
+        beta_J per class column (one column for two classes, positive ``classes_[1]``).
+    intercept_ : ndarray of shape (n_columns,)
+        Zero (no bias, as LapRLS).
+    n_basis_ : int
+        d reached.
+    kernel_params_ : dict
+    gamma_I_, gamma_I_effective_ : float
+        gamma_I and the coefficient of ``f^T M f`` after normalization.
+    gamma_S_ : list of float or None
+        ``basis="lasso"/"lars"``: gamma_S (thesis units) where each column's path reached d.
+    graph_scores_ : ndarray of shape (n, n_columns) or None
+        ``f`` of the slack method, or the decoupled method's transduction scores.
+    objective_ : float or ndarray
+        The objective (LapRLS's units) per column at the fit.
+    history_ : list of float
+        Greedy: the objective (thesis units, summed over columns) after each basis function
+        entered; slack with ``solver="graph"``: Eq 5.7 per alternation.
+    n_iter_ : int
+        Alternations of the slack fit with ``solver="graph"``; 1 otherwise (one exact solve
+        on the final basis).
+    selection_ : list of dict
+        With ``gamma_I="auto"`` and enough labels: per candidate its ``gamma_I``, held-out
+        ``errors``, ``error``, ``stderr``, ``squared`` residual, ``chosen`` and
+        ``criterion="cv"`` (:func:`dask_ssl.models._selection.table`); empty otherwise.
+    transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
+    """
+
+    def __init__(self, *, n_basis=0.1, basis="greedy", method="slack", kappa=50,
+                 gamma_A=1e-6, gamma_I="auto", nu=1.0, kernel="rbf", kernel_params=None,
+                 n_neighbors=10, metric="euclidean", weights="heat", t=None,
+                 symmetrize="max", normalized=True, p=1, graph_normalization="n2",
+                 solver="direct", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
+                 client=None, n_blocks=None, random_state=None):
+        self.n_basis = n_basis
+        self.basis = basis
+        self.method = method
+        self.kappa = kappa
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.nu = nu
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.t = t
+        self.symmetrize = symmetrize
+        self.normalized = normalized
+        self.p = p
+        self.graph_normalization = graph_normalization
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.search_epsilon = search_epsilon
+        self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
+
+    _parameter_constraints = constraints(__init__, **_OVERRIDES)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _check_params(self) -> None:
+        """Every hyperparameter against its declared constraint, then the kernel and graph
+        settings together; first in ``fit``, before any work."""
+        validate(self)
+        check_kernel(self.kernel, self.kernel_params)
+        check_graph_combination(self)
+
+    # fitting -----------------------------------------------------------------------------
+    def fit(self, X, y=None, *, graph: Graph | None = None):
+        """Fit on labeled and unlabeled rows.
+
+        Parameters
+        ----------
+        X : array, sparse matrix, dask array or RowBlocks, shape (n, n_features)
+            All training rows; the basis is drawn from them.
+        y : array of shape (n,), optional
+            Classes, ``unlabeled`` on unlabeled rows; from the blocks' labels when omitted.
+        graph : Graph, optional
+            A graph on exactly these rows, used instead of a new kNN search.
+        """
+        t0 = time.perf_counter()
+        self._check_params()
+        X, labels = fit_input(self, X, y, graph=graph)
+        n = labels.codes.size
+        given = None if isinstance(self.basis, str) else _given_basis(self.basis, n)
+        d = given.size if given is not None else _fraction_or_count(self.n_basis, n)
+        points = _gather_rows(X)
+        check_finite_local(points)
+        kparams = dict(self.kernel_params or {})
+        if self.kernel == "rbf" and "gamma" not in kparams:
+            kparams["gamma"] = default_rbf_gamma(points)
+        kernel_matrix(points[:2], kernel=self.kernel, kernel_params=kparams)
+        client = get_client(self.client)
+        k = None
+        if graph is None:
+            k = clip_n_neighbors(self.n_neighbors, n)
+            graph = estimator_graph(self, to_blocks(X, client, self.n_blocks), k)
+        diag = graph_diagnostics(graph)
+        labeled = labels.labeled
+        warn_graph(diag, labeled)
+        l = int(labeled.sum())
+        unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
+        M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
+        Ybar = labels.columns()
+        columns = solve.KernelColumns(points, self.kernel, kparams)
+        problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n)
+        # small dense solves gain nothing from BLAS threads, and on a shared host they lose
+        # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
+        with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
+            gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
+            out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+        weight = gamma_I * unit
+        fit, beta, F = out["fit"], out["beta"], out["F"]
+        self.classes_ = labels.classes
+        self.basis_ = fit.basis
+        self.basis_points_ = points[fit.basis]
+        self.dual_coef_ = beta
+        self.intercept_ = np.zeros(beta.shape[1])
+        self.n_basis_ = int(fit.basis.size)
+        self.kernel_params_ = kparams
+        self.gamma_I_ = float(gamma_I)
+        self.gamma_I_effective_ = float(weight)
+        self.gamma_S_ = out["gamma_S"]
+        self.graph_scores_ = F
+        self.objective_ = _squeeze(2.0 / l * np.asarray(out["objective"], dtype=float))
+        self.history_ = [float(v) for v in out["history"]]
+        self.n_iter_ = int(out["n_iter"])
+        self.selection_ = selection
+        self.graph_ = graph
+        self.diagnostics_ = diag
+        self.n_neighbors_ = k
+        self.p_ = int(self.p)
+        self.n_features_in_ = points.shape[1]
+        self.n_labeled_ = l
+        self.data_shape_ = tuple(points.shape)
+        S = fit.KNJ @ beta
+        self.transduction_ = self._labels_from_scores(S)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _gamma_I(self, problem, Ybar, labeled, unit):
+        """``(gamma_I, selection_)``: the given value, or with ``"auto"`` the choice among
+        :data:`AUTO_GAMMA_I` (0, the supervised model, first) by :data:`CV_FOLDS`-fold
+        cross-validation on the labeled rows (the basis chosen again in every fold; a fold's
+        held-out rows stay in the graph, unlabeled) and the rule of :mod:`._selection`; with
+        fewer than 5 labeled rows in a class the seeds' 1e4, with a warning."""
+        if self.gamma_I != "auto":
+            return float(self.gamma_I), []
+        L = np.flatnonzero(labeled)
+        YL = Ybar[L]
+        truth = truth_of(YL)
+        if not enough_labels(truth):
+            warn_unchecked(self, "gamma_I")
+            return SEED_GAMMA_I, []
+        fold = fold_of(truth, min(CV_FOLDS, L.size))
+        outputs = []
+        for gamma in AUTO_GAMMA_I:
+            held_out = np.empty_like(YL)
+            for f in range(int(fold.max()) + 1):
+                train = labeled.copy()
+                train[L[fold == f]] = False
+                out = self._solve(problem, gamma * unit, Ybar * train[:, None], train)
+                fit = out["fit"]
+                held_out[fold == f] = fit.KNJ[L[fold == f]] @ out["beta"]
+            outputs.append(held_out)
+        wrong = np.array([truth_of(out) != truth for out in outputs])
+        squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
+        best = choose(wrong, squared, supervised=0)
+        rows = [{"gamma_I": g} for g in AUTO_GAMMA_I]
+        selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
+        return AUTO_GAMMA_I[best], selection
+
+    def _solve(self, problem, weight, Ybar, labeled) -> dict:
+        """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
+        (chosen, drawn or given) and its coefficients, ``F`` (slack's f or the transduction
+        scores), the objective per column (thesis units), history and alternations. With
+        ``weight = 0`` the decoupled method has no graph to propagate on: it is then the
+        restricted (supervised) fit, as every method is at ``gamma_I = 0``."""
+        M, graph, columns = problem["M"], problem["graph"], problem["columns"]
+        l = int(labeled.sum())
+        a, g, nu = l * float(self.gamma_A), l * weight, float(self.nu)
+        rng = check_random_state(self.random_state)
+        on_workers = dict(graph=graph if self.solver == "graph" else None,
+                          normalized=self.normalized, p=self.p, tol=self.tol)
+        method = "laprls" if self.method == "decoupled" and weight == 0 else self.method
+        fsys, F = None, None
+        if method == "laprls":
+            quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
+        elif method == "slack":
+            fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
+            quad = solve.slack_quadratic(fsys, Ybar, a, nu)
+        else:
+            # graph transduction, rows of a component without labels held at 0 (as
+            # GraphTransduction does), then the supervised fit to its scores
+            diag = problem["diag"]
+            has_label = np.bincount(diag.labels, weights=labeled,
+                                    minlength=diag.n_components) > 0
+            fidelity = np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
+            F = solve.FSystem(M, fidelity, g, **on_workers).solve(Ybar)
+            quad = solve.regression_quadratic(F, a, nu)
+        gamma_S, given, d = None, problem["given"], problem["d"]
+        if given is None and self.basis == "greedy":
+            fit = solve.greedy_basis(quad, columns, d, int(self.kappa), rng)
+        else:
+            if given is not None:
+                J = given
+            elif self.basis == "random":
+                J = np.sort(rng.choice(problem["n"], d, replace=False))
+            else:
+                J, gamma_S = solve.l1_basis(quad, columns, d,
+                                            "lasso" if self.basis == "lasso" else "lar")
+            fit = solve.fit_on_basis(quad, columns, J)
+        # one exact solve on the final basis, unless the alternation runs
+        beta, history, n_iter, objective = fit.beta, fit.history, 1, fit.objective
+        if method == "slack":
+            KJJ = fit.KNJ[fit.basis]
+            if self.solver == "graph":
+                res = solve.slack_alternate(fsys, M, labeled, Ybar, a, g, nu, fit.KNJ, KJJ,
+                                            beta, tol=self.tol, max_iter=self.max_iter)
+                beta, F, history, n_iter = res.beta, res.f, res.history, res.n_iter
+                objective = [solve.slack_objective(M, labeled, Ybar[:, [c]], a, g, nu, fit.KNJ,
+                                                   KJJ, beta[:, [c]], F[:, [c]])
+                             for c in range(beta.shape[1])]
+            else:
+                # f of the exact minimizer: the f-step at the final beta
+                F = fsys.solve(Ybar + nu * (fit.KNJ @ beta))
+        return dict(fit=fit, beta=beta, F=F, history=history, n_iter=n_iter,
+                    objective=objective, gamma_S=gamma_S)
+
+    # prediction --------------------------------------------------------------------------
+    def decision_function(self, X):
+        """``f(x) = sum_{j in J} beta_j K(x_j, x)`` per class column (``n_basis_`` kernel
+        evaluations a row): shape (m,) for two classes (positive ``classes_[1]``),
+        (m, n_classes) otherwise."""
+        check_is_fitted(self, "dual_coef_")
+        args = (self.basis_points_, self.dual_coef_, self.intercept_, self.kernel,
+                self.kernel_params_)
+        if isinstance(X, RowBlocks):
+            S = np.concatenate(X.map(_block_decision, *args))
+        else:
+            if not is_dask_array(X):
+                X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                                  ensure_all_finite=False)
+            X = _gather_rows(X)
+            check_finite_local(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features; the model expects "
+                                 f"{self.n_features_in_}")
+            S = _block_decision(0, X, *args)
+        return S[:, 0] if S.shape[1] == 1 else S
+
+    # persistence (see artifact.py) --------------------------------------------------------
+    def _fitted_info(self) -> dict:
+        if callable(self.kernel):
+            raise ValueError("a model with a callable kernel cannot be saved (models are stored "
+                             "without pickle); use a kernel by name")
+        obj = np.asarray(self.objective_)
+        return {"n_features": int(self.n_features_in_),
+                "data_shape": [int(v) for v in self.data_shape_],
+                "n_labeled": int(self.n_labeled_), "classes": self.classes_.tolist(),
+                "objective": obj.tolist() if obj.ndim else float(obj),
+                "n_iter": int(self.n_iter_), "fit_seconds": float(self.fit_seconds_),
+                "history": self.history_, "kernel_params_": self.kernel_params_,
+                "n_basis_": int(self.n_basis_), "gamma_I_": float(self.gamma_I_),
+                "gamma_I_effective": float(self.gamma_I_effective_),
+                "gamma_S_": self.gamma_S_, "n_neighbors_": self.n_neighbors_,
+                "p_": int(self.p_), "selection_": self.selection_}
+
+    def _fitted_arrays(self) -> dict:
+        self._fitted_info()  # refuses a callable kernel before anything is written
+        return {"dual_coef": self.dual_coef_, "intercept": self.intercept_,
+                "classes": self.classes_, "basis": self.basis_,
+                **pack_matrix("points", self.basis_points_)}
+
+    def _restore(self, arrays: dict, doc: dict) -> None:
+        self.basis_points_ = unpack_matrix("points", arrays)
+        self.basis_ = arrays["basis"]
+        self.dual_coef_ = arrays["dual_coef"]
+        self.intercept_ = arrays["intercept"]
+        self.classes_ = arrays["classes"]
+        self.kernel_params_ = doc["kernel_params_"]
+        self.n_basis_ = doc["n_basis_"]
+        self.gamma_I_ = doc["gamma_I_"]
+        self.gamma_I_effective_ = doc["gamma_I_effective"]
+        self.gamma_S_ = doc["gamma_S_"]
+        self.n_neighbors_, self.p_ = doc["n_neighbors_"], doc["p_"]
+        self.selection_ = doc.get("selection_", [])
+        self.n_features_in_ = doc["n_features"]
+        self.data_shape_ = tuple(doc["data_shape"])
+        self.n_labeled_ = doc["n_labeled"]
+        self.objective_ = _squeeze(np.asarray(doc["objective"]))
+        self.n_iter_ = doc["n_iter"]
+        self.fit_seconds_ = doc["fit_seconds"]
+        self.history_ = doc.get("history", [])
+        self.graph_scores_ = None

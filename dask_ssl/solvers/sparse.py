@@ -1,0 +1,340 @@
+"""Sparse manifold regularization on a basis of kernel functions (thesis ch. 5, Eq 5.1-5.9).
+
+Plain functions over arrays; :class:`dask_ssl.models.SparseLapRLS` is the shell. Units are the
+thesis' chapter 5 (Eq 5.1): ``a/2 ||f||_K^2 + g/2 f^T M f + 1/2 sum_L (y_i - f_i)^2``, with
+``a`` its gamma_A, ``g`` its gamma_I and ``nu`` the slack coupling (Eq 5.7). On a basis ``J``
+(``f = K_NJ beta``, ``o = K_NJ beta`` the outputs on all ``n`` rows) each method's objective,
+after anything not in ``beta`` is minimized out, is one quadratic
+
+    R(beta) = c0 + a/2 beta^T K_JJ beta + 1/2 o^T Q o - r^T o                      (*)
+
+per target column, so one greedy / l1 / fixed-basis machinery serves all of them
+(:class:`Quadratic`):
+
+- restricted LapRLS (Eq 5.2): ``Q = g M + I_L``, ``r = Ybar``;
+- the slack method (Eq 5.7) with ``f`` minimized out exactly: ``Q = nu I - nu^2 A^-1``,
+  ``r = nu A^-1 Ybar``, ``A = g M + I_L + nu I`` the f-step's matrix (Eq 5.8); ``Q`` is
+  ``nu A^-1 (g M + I_L)``, positive semidefinite;
+- the supervised fit of the fully decoupled method to graph-transduction scores ``F``:
+  ``a/2 beta^T K_JJ beta + nu/2 ||F - o||^2``, ``Q = nu I``, ``r = nu F``.
+
+The f-systems ``(g M + diag(fidelity)) F = B`` are solved by :class:`FSystem`: a sparse LU on
+the driver, or :func:`~dask_ssl.solvers.graph.solve_graph_system` (block CG on the workers,
+warm-started) for a graph held there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, solve_triangular
+from scipy.sparse.linalg import splu
+
+from ..kernels.base import kernel_matrix
+from .graph import solve_graph_system
+
+#: Up to this many rows the f-system is factored dense on the driver (Cholesky: one BLAS-3
+#: solve for many columns; a sparse LU of ``L^p`` with p > 1 or hub rows fills in anyway), and
+#: the whole Gram matrix is computed once instead of column by column.
+DENSE_MAX_ROWS = 3000
+#: A candidate whose Cholesky pivot is below this share of its own curvature ``h_j`` lies in
+#: the span of the basis (to round-off): it is dropped from the pool.
+PIVOT_TOL = 1e-10
+
+
+class KernelColumns:
+    """Columns ``K(X, X[idx])`` of the Gram matrix of the training rows, computed on demand
+    (the greedy methods never form ``K``)."""
+
+    def __init__(self, X, kernel, kernel_params):
+        self.X, self.kernel, self.kernel_params = X, kernel, kernel_params
+        self.n = X.shape[0]
+        self.evaluated = 0
+        self._K = None
+        if self.n <= DENSE_MAX_ROWS:
+            self._K = kernel_matrix(X, kernel=kernel, kernel_params=kernel_params)
+
+    def __call__(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        self.evaluated += idx.size
+        if self._K is not None:
+            return self._K[:, idx]
+        return kernel_matrix(self.X, self.X[idx], kernel=self.kernel,
+                             kernel_params=self.kernel_params)
+
+
+class FSystem:
+    """Solves ``(g M + diag(fidelity)) F = B`` for the columns of ``B``.
+
+    ``graph=None``: one factorization of the matrix on the driver, reused by every solve (the
+    matrix does not change during a fit): dense Cholesky up to :data:`DENSE_MAX_ROWS` rows,
+    a sparse LU beyond. With a :class:`~dask_ssl.graph.weights.Graph` on the
+    workers: each solve is :func:`~dask_ssl.solvers.graph.solve_graph_system` (the
+    GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``.
+    """
+
+    def __init__(self, M, fidelity, g, *, graph=None, normalized=True, p=1, tol=1e-8,
+                 max_iter=2000):
+        self.fidelity = np.asarray(fidelity, dtype=np.float64)
+        self.g, self.graph = float(g), graph
+        self.normalized, self.p, self.tol, self.max_iter = normalized, int(p), tol, max_iter
+        self.n = self.fidelity.size
+        self.solves = 0      # columns solved
+        self.cg_passes = 0   # block CG passes (workers)
+        self._lu = self._cho = None
+        if graph is None:
+            A = self.g * sp.csc_matrix(M) + sp.diags(self.fidelity)
+            if self.n <= DENSE_MAX_ROWS:
+                self._cho = cho_factor(A.toarray(), lower=True)
+            else:
+                self._lu = splu(sp.csc_matrix(A))
+
+    def solve(self, B, X0=None) -> np.ndarray:
+        B = np.asarray(B, dtype=np.float64)
+        B2 = B.reshape(self.n, -1)
+        self.solves += B2.shape[1]
+        if self._cho is not None:
+            F = cho_solve(self._cho, B2)
+        elif self.graph is None:
+            F = self._lu.solve(B2)
+        else:
+            X0 = None if X0 is None else np.asarray(X0, dtype=np.float64).reshape(B2.shape)
+            sol = solve_graph_system(self.graph, self.fidelity, B2, gamma_I=self.g,
+                                     normalized=self.normalized, p=self.p, partition=None,
+                                     tol=self.tol, max_iter=self.max_iter, X0=X0)
+            self.cg_passes += int(np.max(sol.cg.n_iter))
+            F = sol.F
+        return F.reshape(B.shape)
+
+
+@dataclass
+class Quadratic:
+    """``R(beta)`` of (*): ``a``, the operator ``Q`` (``(n, m) -> (n, m)``), ``r`` of shape
+    ``(n, n_columns)`` and the constant ``c0`` per column, so that ``R`` is the method's
+    objective (in the thesis' units) at its minimum over everything but ``beta``."""
+
+    a: float
+    Q: object
+    r: np.ndarray
+    c0: np.ndarray
+
+    def objective(self, KNJ, KJJ, beta) -> np.ndarray:
+        """``R(beta)`` per column, computed from scratch (tests, checks)."""
+        o = KNJ @ beta
+        return (self.c0 + 0.5 * self.a * np.einsum("ic,ic->c", beta, KJJ @ beta)
+                + 0.5 * np.einsum("ic,ic->c", o, self.Q(o)) - np.einsum("ic,ic->c", self.r, o))
+
+
+def laprls_quadratic(M, labeled, Ybar, a, g) -> Quadratic:
+    """Restricted LapRLS, Eq 5.2: ``Q = g M + I_L``, ``r = Ybar`` (labels on labeled rows, 0
+    elsewhere), ``c0 = 1/2 ||Y||^2``."""
+    lab = np.asarray(labeled, dtype=np.float64)[:, None]
+    return Quadratic(a, lambda V: g * (M @ V) + lab * V, Ybar,
+                     0.5 * np.sum(Ybar ** 2, axis=0))
+
+
+def slack_quadratic(fsys: FSystem, Ybar, a, nu) -> Quadratic:
+    """The slack objective (Eq 5.7) with ``f`` minimized out: for fixed ``beta`` the best ``f``
+    is the f-step's ``A^-1 (Ybar + nu o)`` (Eq 5.8), and what is left is (*) with
+    ``Q = nu I - nu^2 A^-1``, ``r = nu A^-1 Ybar``, ``c0 = 1/2 ||Y||^2 - 1/2 Ybar^T A^-1 Ybar``.
+    ``fsys`` solves with ``A = g M + I_L + nu I``."""
+    AY = fsys.solve(Ybar)
+    return Quadratic(a, lambda V: nu * V - nu ** 2 * fsys.solve(V), nu * AY,
+                     0.5 * np.sum(Ybar ** 2, axis=0) - 0.5 * np.sum(Ybar * AY, axis=0))
+
+
+def regression_quadratic(F, a, nu) -> Quadratic:
+    """The decoupled method's supervised fit to scores ``F`` on every row:
+    ``a/2 beta^T K_JJ beta + nu/2 ||F - K_NJ beta||^2`` (only ``a / nu`` matters)."""
+    return Quadratic(a, lambda V: nu * V, nu * F, 0.5 * nu * np.sum(F ** 2, axis=0))
+
+
+@dataclass
+class BasisFit:
+    """A basis and the minimizer of (*) on it.
+
+    ``basis``: row indices in the order they entered; ``beta`` (d, n_columns); ``objective``
+    per column (thesis units); ``history``: the objective (summed over columns) after each
+    basis function entered (greedy); ``KNJ``: the basis' kernel columns; ``gamma_S``: the l1
+    weight at which the path reached the basis (``basis="lasso"/"lars"``, per column)."""
+
+    basis: np.ndarray
+    beta: np.ndarray
+    objective: np.ndarray
+    KNJ: np.ndarray
+    history: list = field(default_factory=list)
+    gamma_S: list | None = None
+
+
+def candidate_scores(quad: Quadratic, Kc, QKc, cand, KNJ, beta, basis):
+    """Post-backfitting scores of the candidate columns ``Kc = K_Nc`` (``QKc = Q Kc``) with
+    ``beta`` fixed at the minimizer on ``basis``: ``(score, grad, h)``.
+
+    ``grad[j] = a K_jJ beta + k_j^T (Q o - r)`` is the derivative of (*) in the new coefficient
+    ``beta_j`` at 0, ``h[j] = a K_jj + k_j^T Q k_j`` its second derivative, and
+    ``score = sum_columns grad^2 / h``: the best one-dimensional step ``beta_j = -grad / h``
+    lowers ``R`` by ``grad^2 / (2 h)``, so the score is twice the decrease (thesis 5.1.1).
+    """
+    cand = np.asarray(cand, dtype=np.int64)
+    o = KNJ @ beta
+    kjj = Kc[cand, np.arange(cand.size)]
+    h = quad.a * kjj + np.einsum("im,im->m", Kc, QKc)
+    grad = quad.a * (Kc[basis].T @ beta) + Kc.T @ (quad.Q(o) - quad.r) if len(basis) else \
+        -Kc.T @ quad.r
+    return np.sum(grad ** 2, axis=1) / h, grad, h
+
+
+def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rng,
+                 *, history=True) -> BasisFit:
+    """Kernel matching pursuit with post-backfitting (thesis 5.1.1): ``d`` steps, each scoring
+    ``kappa`` random candidates outside the basis by :func:`candidate_scores` and adding the
+    best; ``beta`` is then the exact minimizer on the grown basis, by a Cholesky factor of
+    ``H_JJ = a K_JJ + K_JN Q K_NJ`` extended by one row a step. A step evaluates ``kappa``
+    kernel columns and ``Q`` on them; nothing ``n x n`` is formed."""
+    n, c = quad.r.shape
+    KNJ = np.empty((n, d))
+    QKNJ = np.empty((n, d))
+    chol = np.zeros((d, d))
+    b = np.zeros((d, c))
+    beta = np.zeros((0, c))
+    basis: list[int] = []
+    available = np.ones(n, dtype=bool)
+    trace = []
+    Qo = np.zeros((n, c))
+    while len(basis) < d and available.any():
+        k = len(basis)
+        pool = np.flatnonzero(available)
+        cand = rng.choice(pool, min(kappa, pool.size), replace=False)
+        Kc = columns(cand)
+        QKc = quad.Q(Kc)
+        kjj = Kc[cand, np.arange(cand.size)]
+        h = quad.a * kjj + np.einsum("im,im->m", Kc, QKc)
+        if k:
+            grad = quad.a * (Kc[basis].T @ beta) + Kc.T @ (Qo - quad.r)
+            cross = quad.a * Kc[basis] + KNJ[:, :k].T @ QKc          # H_Jc, (k, m)
+            w = solve_triangular(chol[:k, :k], cross, lower=True)
+            pivot = h - np.sum(w ** 2, axis=0)
+        else:
+            grad = -Kc.T @ quad.r
+            w, pivot = np.zeros((0, cand.size)), h
+        ok = pivot > PIVOT_TOL * np.maximum(h, np.finfo(float).tiny)
+        available[cand[~ok]] = False
+        if not ok.any():
+            continue
+        score = np.where(ok, np.sum(grad ** 2, axis=1) / np.where(ok, h, 1.0), -np.inf)
+        j = int(np.argmax(score))
+        available[cand[j]] = False
+        basis.append(int(cand[j]))
+        chol[k, :k] = w[:, j]
+        chol[k, k] = np.sqrt(pivot[j])
+        KNJ[:, k] = Kc[:, j]
+        QKNJ[:, k] = QKc[:, j]
+        b[k] = Kc[:, j] @ quad.r
+        beta = cho_solve((chol[:k + 1, :k + 1], True), b[:k + 1])
+        Qo = QKNJ[:, :k + 1] @ beta
+        if history:
+            trace.append(float(np.sum(quad.c0 - 0.5 * np.sum(b[:k + 1] * beta, axis=0))))
+    d = len(basis)
+    objective = quad.c0 - 0.5 * np.sum(b[:d] * beta, axis=0)
+    return BasisFit(np.asarray(basis, dtype=np.int64), beta, objective, KNJ[:, :d], trace)
+
+
+def fit_on_basis(quad: Quadratic, columns: KernelColumns, basis) -> BasisFit:
+    """The minimizer of (*) on a given basis: one ``d x d`` solve (Cholesky; a least-squares
+    solve when ``H_JJ`` is singular to round-off, e.g. repeated rows)."""
+    basis = np.asarray(basis, dtype=np.int64)
+    KNJ = columns(basis)
+    H = quad.a * KNJ[basis] + KNJ.T @ quad.Q(KNJ)
+    H = (H + H.T) * 0.5
+    b = KNJ.T @ quad.r
+    try:
+        beta = cho_solve(cho_factor(H, lower=True), b)
+    except LinAlgError:
+        beta = np.linalg.lstsq(H, b, rcond=None)[0]
+    objective = quad.c0 + 0.5 * np.sum(beta * (H @ beta), axis=0) - np.sum(b * beta, axis=0)
+    return BasisFit(basis, beta, objective, KNJ)
+
+
+def l1_basis(quad: Quadratic, columns: KernelColumns, d: int, method: str):
+    """``(basis, gamma_S)`` from the l1 path of ``R(beta) + gamma_S ||beta||_1`` over all
+    ``n`` basis functions (thesis 5.1.2), by scikit-learn's :func:`~sklearn.linear_model.lars_path`
+    (``method="lasso"``: the Lasso path, indices may leave; ``"lar"``: LARS, they never do).
+
+    ``R`` is brought to least squares: with ``H = a K + K Q K = V diag(w) V^T`` (its positive
+    part), ``Z = diag(sqrt w) V^T`` and ``t = diag(1/sqrt w) V^T K r`` give
+    ``R(beta) = 1/2 ||t - Z beta||^2 + const``; the path in scikit-learn's ``alpha`` is
+    ``gamma_S / n_rows(Z)``. The basis is the support where the path first holds ``d``
+    functions (fewer if the path ends before); for several target columns, their supports in
+    the order of entry, taken in turn. ``O(n^3)``: small problems only, as the thesis says.
+    """
+    from sklearn.linear_model import lars_path
+
+    n = columns.n
+    K = columns(np.arange(n))
+    H = quad.a * K + K @ quad.Q(K)
+    H = (H + H.T) * 0.5
+    w, V = np.linalg.eigh(H)
+    keep = w > w.max() * 1e-12
+    w, V = w[keep], V[:, keep]
+    Z = np.sqrt(w)[:, None] * V.T
+    T = (V.T @ (K @ quad.r)) / np.sqrt(w)[:, None]
+    orders, gammas = [], []
+    for col in range(T.shape[1]):
+        alphas, _, coefs = lars_path(Z, T[:, col], Gram=Z.T @ Z, method=method,
+                                     max_iter=min(8 * d + 10, 4 * n))
+        nnz = np.count_nonzero(coefs, axis=0)
+        reach = np.flatnonzero(nnz >= d)
+        step = int(reach[0]) if reach.size else coefs.shape[1] - 1
+        support = np.flatnonzero(coefs[:, step])
+        first = np.argmax(coefs[support, :step + 1] != 0, axis=1)
+        orders.append(support[np.argsort(first, kind="stable")])
+        gammas.append(float(alphas[step] * Z.shape[0]))
+    basis: list[int] = []
+    for i in range(max(len(o) for o in orders)):
+        for order in orders:
+            if i < len(order) and order[i] not in basis and len(basis) < d:
+                basis.append(int(order[i]))
+    return np.asarray(basis, dtype=np.int64), gammas
+
+
+@dataclass
+class SlackFit:
+    """The alternating slack fit: ``beta``, ``f`` (n, n_columns), the objective (5.7) per
+    alternation (summed over columns) and the alternations run."""
+
+    beta: np.ndarray
+    f: np.ndarray
+    history: list
+    n_iter: int
+
+
+def slack_objective(M, labeled, Ybar, a, g, nu, KNJ, KJJ, beta, f) -> float:
+    """Eq 5.7 at ``(beta, f)``, summed over columns:
+    ``a/2 beta^T K_JJ beta + g/2 f^T M f + 1/2 ||f_L - Y||^2 + nu/2 ||f - K_NJ beta||^2``."""
+    lab = np.asarray(labeled, dtype=bool)
+    o = KNJ @ beta
+    return float(0.5 * a * np.sum(beta * (KJJ @ beta)) + 0.5 * g * np.sum(f * (M @ f))
+                 + 0.5 * np.sum((f[lab] - Ybar[lab]) ** 2) + 0.5 * nu * np.sum((f - o) ** 2))
+
+
+def slack_alternate(fsys: FSystem, M, labeled, Ybar, a, g, nu, KNJ, KJJ, beta0, *, f0=None,
+                    tol=1e-6, max_iter=200) -> SlackFit:
+    """The thesis' alternating optimization of Eq 5.7 on a fixed basis: the f-step
+    ``(g M + I_L + nu I) f = Ybar + nu K_NJ beta`` (Eq 5.8; ``fsys``, warm-started from the
+    last ``f``) and the beta-step ``(a K_JJ + nu K_JN K_NJ) beta = nu K_JN f`` (Eq 5.9, one
+    Cholesky factor for all steps), until the objective improves by less than ``tol``
+    relatively (or ``max_iter`` alternations)."""
+    B = a * KJJ + nu * (KNJ.T @ KNJ)
+    factor = cho_factor((B + B.T) * 0.5, lower=True)
+    beta, f = beta0, f0
+    history: list[float] = []
+    it = 0
+    for it in range(1, max_iter + 1):
+        f = fsys.solve(Ybar + nu * (KNJ @ beta), X0=f)
+        beta = cho_solve(factor, nu * (KNJ.T @ f))
+        history.append(slack_objective(M, labeled, Ybar, a, g, nu, KNJ, KJJ, beta, f))
+        if len(history) > 1 and history[-2] - history[-1] <= tol * abs(history[-1]):
+            break
+    return SlackFit(beta, f, history, it)

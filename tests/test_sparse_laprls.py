@@ -1,0 +1,254 @@
+"""SparseLapRLS (thesis ch. 5): greedy matching pursuit, the slack method and the decoupled
+method against dense solves, LapRLS and GraphTransduction."""
+
+import numpy as np
+import pytest
+from sklearn.neighbors import kneighbors_graph
+
+from dask_ssl.data.generators import g50c, two_moons
+from dask_ssl.graph import Graph
+from dask_ssl.graph.dense import regularizer_matrix
+from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
+from dask_ssl.models import sparse as sparse_module
+from dask_ssl.models._selection import SelectionWarning
+from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.models.manifold import AUTO_GAMMA_I
+from dask_ssl.solvers import sparse as solve
+
+KP = {"gamma": 4.0}
+
+
+def problem(client, n=40, n_labeled=6, seed=0, n_classes=2, noise=0.1):
+    X, _ = two_moons(n=n, noise=noise, seed=seed)
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, n_classes, n) if n_classes > 2 else (X[:, 1] > 0.25).astype(int)
+    y = np.full(n, -1)
+    lab = rng.choice(n, n_labeled, replace=False)
+    y[lab] = truth[lab]
+    y[lab[:n_classes]] = np.arange(n_classes)
+    W = kneighbors_graph(X, 6, mode="connectivity", include_self=False)
+    W = W.maximum(W.T)
+    return X, y, Graph.from_scipy(W, client=client, n_blocks=2)
+
+
+def test_greedy_with_every_row_is_full_laprls(client):
+    X, y, graph = problem(client, n_classes=3, n_labeled=9)
+    params = dict(gamma_A=1e-2, gamma_I=30.0, kernel_params=KP, p=2)
+    full = LapRLS(n_neighbors=6, **params).fit(X, y, graph=graph)
+    est = SparseLapRLS(method="laprls", n_basis=1.0, kappa=7, random_state=0,
+                       **params).fit(X, y, graph=graph)
+    assert sorted(est.basis_) == list(range(X.shape[0]))
+    alpha = np.empty_like(est.dual_coef_)
+    alpha[est.basis_] = est.dual_coef_
+    np.testing.assert_allclose(alpha, full.dual_coef_, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(est.decision_function(X[:7] + 0.03),
+                               full.decision_function(X[:7] + 0.03), rtol=1e-8, atol=1e-8)
+    # the same objective, in the same units
+    np.testing.assert_allclose(est.objective_, full.objective_, rtol=1e-8)
+    # the greedy trace only goes down
+    assert np.all(np.diff(est.history_) <= 1e-12)
+
+
+def _setup(client, nu=None):
+    X, y, graph = problem(client)
+    lab = y >= 0
+    Ybar = np.where(lab, np.where(y == 1, 1.0, -1.0), 0.0)[:, None]
+    M = regularizer_matrix(graph, normalized=True, p=1, sparse=True)
+    a, g = 0.05, 2.0
+    cols = solve.KernelColumns(X, "rbf", KP)
+    if nu is None:
+        return solve.laprls_quadratic(M, lab, Ybar, a, g), cols, (M, lab, Ybar, a, g)
+    fsys = solve.FSystem(M, lab + nu, g)
+    return solve.slack_quadratic(fsys, Ybar, a, nu), cols, (M, lab, Ybar, a, g)
+
+
+@pytest.mark.parametrize("nu", [None, 0.3], ids=["laprls", "slack"])
+def test_candidate_score_is_the_one_dimensional_decrease(client, nu):
+    quad, cols, _ = _setup(client, nu)
+    J = np.array([3, 11, 25])
+    fit = solve.fit_on_basis(quad, cols, J)
+    cand = np.array([0, 7, 30])
+    Kc = cols(cand)
+    score, grad, h = solve.candidate_scores(quad, Kc, quad.Q(Kc), cand, fit.KNJ, fit.beta, J)
+    for i, j in enumerate(cand):
+        Jj = np.append(J, j)
+        KNJ = cols(Jj)
+        before = quad.objective(fit.KNJ, fit.KNJ[J], fit.beta)
+        step = -grad[i] / h[i]
+        beta = np.vstack([fit.beta, step])
+        after = quad.objective(KNJ, KNJ[Jj], beta)
+        # post-backfitting: beta_J held, the new coefficient at its best; g^2/h is twice the
+        # decrease of the thesis' objective (Eq 5.2 with its 1/2 factors)
+        np.testing.assert_allclose(before - after, score[i] / 2, rtol=1e-9)
+        for eps in (-1e-3, 1e-3):
+            moved = np.vstack([fit.beta, step + eps])
+            assert quad.objective(KNJ, KNJ[Jj], moved) > after
+
+
+def test_slack_objective_with_f_eliminated_is_eq_5_7(client):
+    quad, cols, (M, lab, Ybar, a, g) = _setup(client, nu=0.3)
+    J = np.array([3, 11, 25, 30])
+    fit = solve.fit_on_basis(quad, cols, J)
+    fsys = solve.FSystem(M, lab + 0.3, g)
+    f = fsys.solve(Ybar + 0.3 * fit.KNJ @ fit.beta)
+    direct = solve.slack_objective(M, lab, Ybar, a, g, 0.3, fit.KNJ, fit.KNJ[J], fit.beta, f)
+    np.testing.assert_allclose(fit.objective.sum(), direct, rtol=1e-10)
+    # and the thesis' alternation (Eq 5.8 / 5.9) converges to the same minimizer
+    alt = solve.slack_alternate(fsys, M, lab, Ybar, a, g, 0.3, fit.KNJ, fit.KNJ[J],
+                                np.zeros_like(fit.beta), tol=1e-14, max_iter=3000)
+    assert np.all(np.diff(alt.history) <= 1e-12)
+    np.testing.assert_allclose(alt.history[-1], direct, rtol=1e-8)
+
+
+def test_slack_with_large_nu_approaches_restricted_laprls(client):
+    X, y, graph = problem(client)
+    J = np.array([1, 5, 9, 14, 20, 33])
+    params = dict(gamma_A=1e-3, gamma_I=30.0, kernel_params=KP, basis=J)
+    restricted = SparseLapRLS(method="laprls", **params).fit(X, y, graph=graph).dual_coef_
+    gaps = [np.abs(SparseLapRLS(method="slack", nu=nu, **params).fit(X, y, graph=graph)
+                   .dual_coef_ - restricted).max() / np.abs(restricted).max()
+            for nu in (1e1, 1e3, 1e5)]
+    assert gaps[0] > gaps[1] > gaps[2]
+    assert gaps[2] < 1e-3
+
+
+def test_slack_on_the_workers_matches_the_direct_solve(client):
+    X, y, graph = problem(client)
+    params = dict(gamma_A=1e-3, gamma_I=30.0, kernel_params=KP, basis=[2, 8, 17, 26, 35],
+                  nu=3.0, method="slack", tol=1e-10, max_iter=400)
+    direct = SparseLapRLS(**params).fit(X, y, graph=graph)
+    workers = SparseLapRLS(solver="graph", **params).fit(X, y, graph=graph)
+    assert workers.n_iter_ > 1 and np.all(np.diff(workers.history_) <= 1e-9)
+    np.testing.assert_allclose(workers.dual_coef_, direct.dual_coef_, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(workers.graph_scores_, direct.graph_scores_, atol=1e-5)
+
+
+@pytest.mark.parametrize("solver", ["direct", "graph"])
+def test_decoupled_f_step_is_graph_transduction(client, solver):
+    X, y, graph = problem(client, n=60)
+    gamma_I = 40.0
+    gt = GraphTransduction(gamma_I=gamma_I, prior=None, unlabeled_weight=0.0,
+                           class_balance=None, partition=None, tol=1e-12,
+                           client=client).fit(X, y, graph=graph)
+    est = SparseLapRLS(method="decoupled", gamma_I=gamma_I, n_basis=12, kernel_params=KP,
+                       solver=solver, tol=1e-12, random_state=0).fit(X, y, graph=graph)
+    # GraphTransduction scores 0/1 one-hot columns; the +1/-1 target is their difference.
+    # Both weigh the graph by l gamma_I_eff (the thesis' ch. 5 gamma_I).
+    np.testing.assert_allclose(est.graph_scores_[:, 0], gt.scores_[:, 1] - gt.scores_[:, 0],
+                               atol=1e-8)
+    assert est.gamma_I_effective_ == pytest.approx(gt.gamma_I_effective_)
+
+
+def _label_draws(truth, n_labels, draws):
+    for draw in range(draws):
+        rng = np.random.default_rng(draw)
+        first = [rng.choice(np.flatnonzero(truth == c)) for c in (-1, 1)]
+        rest = rng.choice(np.setdiff1d(np.arange(truth.size), first), n_labels - 2,
+                          replace=False)
+        y = np.full(truth.size, -1)
+        lab = np.concatenate([first, rest]).astype(int)
+        y[lab] = (truth[lab] > 0).astype(int)
+        yield draw, y
+
+
+def test_two_moons_greedy_slack_at_a_tenth_of_the_rows(client):
+    # a small run of the thesis' Table 5.5 setting (one label a class, d = 0.1 n) at the
+    # setting benchmarks/bench_sparse.py chose for GREEDY+SLACK on its validation rows
+    X, truth = two_moons(n=300, noise=0.05, seed=1)
+    errors = []
+    for draw, y in _label_draws(truth, 2, 3):
+        est = SparseLapRLS(n_basis=0.1, gamma_A=1e-6, gamma_I=1e4, nu=1e-3,
+                           random_state=draw, client=client).fit(X, y)
+        unl = y < 0
+        errors.append(np.mean(est.transduction_[unl] != (truth[unl] > 0)))
+        assert est.n_basis_ == 30 and est.dual_coef_.shape == (30, 1)
+    assert np.mean(errors) <= 0.015
+
+
+def test_g50c_greedy_slack_at_a_tenth_of_the_rows(client):
+    # g50c's Table 5.1 size (412 training rows, 21 labels, d = 41) at the graph and setting
+    # benchmarks/bench_sparse.py chose on its validation rows
+    X, truth = g50c(n=412, seed=3)
+    est = SparseLapRLS(n_basis=0.1, gamma_A=1e-6, gamma_I=1e2, nu=1e-3, n_neighbors=50, p=5,
+                       random_state=0, client=client)
+    errors = []
+    for draw, y in _label_draws(truth, 21, 2):
+        est.set_params(random_state=draw).fit(X, y, graph=getattr(est, "graph_", None))
+        unl = y < 0
+        errors.append(np.mean(est.transduction_[unl] != (truth[unl] > 0)))
+    assert est.n_basis_ == 41
+    assert np.mean(errors) <= 0.11
+
+
+def test_bases_and_multiclass(client):
+    X, y, graph = problem(client, n_classes=3, n_labeled=12)
+    for basis in ("random", "lasso", "lars"):
+        est = SparseLapRLS(basis=basis, n_basis=8, method="laprls", kernel_params=KP,
+                           random_state=0).fit(X, y, graph=graph)
+        assert est.basis_.size == 8 and np.unique(est.basis_).size == 8
+        assert est.decision_function(X[:4]).shape == (4, 3)
+        np.testing.assert_array_equal(est.basis_points_, X[est.basis_])
+        if basis != "random":
+            assert len(est.gamma_S_) == 3 and min(est.gamma_S_) > 0
+    new = X[:5] + 0.01
+    K = np.exp(-4.0 * ((new[:, None, :] - est.basis_points_[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(est.decision_function(new), K @ est.dual_coef_, rtol=1e-10)
+
+
+def test_save_and_load(client, tmp_path):
+    X, y, graph = problem(client)
+    est = SparseLapRLS(n_basis=6, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    assert ESTIMATORS["SparseLapRLS"] is SparseLapRLS
+    save_model(est, tmp_path / "m")
+    back = load_model(tmp_path / "m")
+    np.testing.assert_array_equal(back.basis_, est.basis_)
+    np.testing.assert_allclose(back.decision_function(X), est.decision_function(X))
+    given = SparseLapRLS(basis=np.array([1, 4, 9]), kernel_params=KP).fit(X, y, graph=graph)
+    save_model(given, tmp_path / "g")
+    np.testing.assert_allclose(load_model(tmp_path / "g").predict(X), given.predict(X))
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(X_nan=True), "non-finite"),
+    (dict(y="one"), "only one labeled class"),
+    (dict(y="none"), "no labeled rows"),
+    (dict(n_basis=41), "n_basis=41 is out of range"),
+    (dict(n_basis=0), "n_basis"),
+    (dict(n_basis=1.5), "n_basis"),
+    (dict(basis=[0, 40]), "basis index 40"),
+    (dict(basis=[-1, 3]), "basis index -1"),
+    (dict(basis=[3, 3]), "repeats"),
+    (dict(basis=[0.5, 2]), "integer row indices"),
+])
+def test_bad_input_is_refused_before_any_work(client, monkeypatch, change, message):
+    X, y, _ = problem(client)
+    X = X.copy()
+    if change.pop("X_nan", False):
+        X[7, 1] = np.nan
+    labels = change.pop("y", None)
+    if labels == "one":
+        y = np.where(y == 1, -1, y)
+    elif labels == "none":
+        y = np.full_like(y, -1)
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("a graph was built before the input was checked")
+
+    monkeypatch.setattr(sparse_module, "estimator_graph", no_work)
+    with pytest.raises(ValueError, match=message):
+        SparseLapRLS(kernel_params=KP, **change).fit(X, y)
+
+
+def test_gamma_I_auto_keeps_the_supervised_candidate_and_the_shared_rule(client):
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    est = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    rows = est.selection_
+    assert rows[0]["gamma_I"] == 0.0 and [r["gamma_I"] for r in rows] == list(AUTO_GAMMA_I)
+    assert sum(r["chosen"] for r in rows) == 1
+    assert est.gamma_I_ == next(r["gamma_I"] for r in rows if r["chosen"])
+    assert all(r["criterion"] == "cv" for r in rows)
+    few = problem(client, n=60, n_labeled=4)[1]
+    with pytest.warns(SelectionWarning):
+        lone = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, few,
+                                                                                graph=graph)
+    assert lone.gamma_I_ == 1e4 and lone.selection_ == []
