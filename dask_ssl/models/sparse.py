@@ -41,13 +41,13 @@ from ._constraints import constraints, validate
 from ._graph_weight import SEED_GAMMA_I, truth_of
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
-from ._input import check_finite_local, fit_input, to_blocks
+from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
-from .manifold import AUTO_GAMMA_I, _block_decision, _gather_rows, _squeeze
+from .manifold import AUTO_GAMMA_I, _block_decision, _squeeze
 
 BASES = ("greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled")
@@ -275,7 +275,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         n = labels.codes.size
         given = None if isinstance(self.basis, str) else _given_basis(self.basis, n)
         d = given.size if given is not None else _fraction_or_count(self.n_basis, n)
-        points = _gather_rows(X)
+        points = gather_rows(X)
         check_finite_local(points)
         kparams = dict(self.kernel_params or {})
         if self.kernel == "rbf" and "gamma" not in kparams:
@@ -432,7 +432,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             if not is_dask_array(X):
                 X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
                                   ensure_all_finite=False)
-            X = _gather_rows(X)
+            X = gather_rows(X)
             check_finite_local(X)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features; the model expects "
