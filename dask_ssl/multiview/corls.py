@@ -393,6 +393,9 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         if solver == "auto":
             solver = ("direct" if not at_scale and self.n_components is None
                       and m * n <= MAX_SYSTEM_ROWS else "primal")
+        if solver == "primal" and not at_scale and self.n_components is None and any(
+                k != "linear" for k in kernels):
+            solver = "direct"  # too large for it: refused below, naming the ways out
         if solver == "direct":
             if at_scale:
                 raise ValueError("solver='direct' forms the kernels on the driver: views held "
