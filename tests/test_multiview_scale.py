@@ -9,7 +9,10 @@ from sklearn.datasets import dump_svmlight_file
 
 from dask_ssl.multiview import CoLapRLS, CoRLS
 from dask_ssl.multiview.blocks import MultiViewBlocks
-from dask_ssl.multiview.corls import AUTO_COUPLING
+from dask_ssl.models._graph_weight import truth_of
+from dask_ssl.models._selection import CV_FOLDS, fold_of
+from dask_ssl.multiview.corls import AUTO_COUPLING, corls_direct
+from dask_ssl.multiview.corls_primal import PrimalCoRLS
 
 from .test_multiview_colap import problem as colap_problem
 from .test_multiview_corls import problem
@@ -120,6 +123,36 @@ def test_linear_primal_corls_is_the_dense_one_with_linear_kernels(client, formul
     assert primal.round_trips_per_iter_ == 1.0  # a CG product is one round trip
 
 
+@pytest.mark.parametrize("formulation", ["coupled", "averaged"])
+def test_cg_path_cross_validation_is_the_dense_refit_without_each_fold(client, formulation):
+    Xs, y, _ = problem(n=40, n_labeled=20, n_classes=3)
+    mv = MultiViewBlocks.from_arrays(Xs, client=client, n_blocks=3)
+    labeled = y >= 0
+    Y = np.column_stack([np.where(~labeled, 0.0, np.where(y == c, 1.0, -1.0))
+                         for c in range(3)])
+    settings = dict(gamma_A=[1e-2, 3e-2], mu=2.0, formulation=formulation)
+    system = PrimalCoRLS(mv, Y, labeled, gram=False, **settings)
+    gammas = [0.0, 0.3, 3.0]
+    outputs, criterion = system.held_out_outputs(gammas, 1)
+    assert criterion == "cv"
+    L = np.flatnonzero(labeled)
+    fold = fold_of(truth_of(Y[L]), min(CV_FOLDS, L.size))
+    Ks = [X @ X.T for X in Xs]
+    for g, out in zip(gammas, outputs):
+        for f in range(fold.max() + 1):
+            # the fold's rows become unlabeled rows of the refit; l stays the full count
+            kept = labeled.copy()
+            kept[L[fold == f]] = False
+            alpha = corls_direct(Ks, Y * kept[:, None], kept, gamma_C=g, n_labeled=L.size,
+                                 **settings)
+            np.testing.assert_allclose(out[fold == f], (Ks[1] @ alpha[1])[L[fold == f]],
+                                       rtol=1e-3, atol=1e-4)
+    Xs, y, _ = problem(n=40, n_labeled=20, n_classes=2)
+    est = CoRLS(kernel="linear", solver="cg", client=client, **settings).fit(Xs, y)
+    assert {r["criterion"] for r in est.selection_} == {"cv"}
+    assert est.gamma_C_ in [r["gamma_C"] for r in est.selection_ if r["chosen"]]
+
+
 def test_gamma_C_zero_is_one_primal_rls_per_view(client):
     Xs, y, _ = problem(n=50, n_labeled=14, n_classes=3)
     gammas, mu = [1e-2, 3e-2], 2.5
@@ -148,7 +181,6 @@ def test_views_as_blocks_with_their_labels_fit_and_predict_on_the_workers(client
 @pytest.mark.parametrize("params, match", [
     (dict(), "n_components"),                       # RBF kernels at scale need features
     (dict(kernel="linear", solver="direct"), "row blocks"),
-    (dict(kernel="linear", solver="cg"), "gamma_C='auto'"),
     (dict(n_components=99), "exceeds"),
 ])
 def test_at_scale_settings_are_refused_before_any_work(client, params, match):

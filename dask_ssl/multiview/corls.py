@@ -232,7 +232,10 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         chooses it among ``rho * mean(gamma_A)`` for ``rho`` in :data:`AUTO_COUPLING` (0
         first, the supervised model) by the exact leave-one-out outputs of the prediction
         (``combine``) on the labeled rows (:func:`corls_loo_outputs`; the row left out stays
-        as an unlabeled row) and the rule of :mod:`dask_ssl.models._selection`: a coupling
+        as an unlabeled row; on the primal ``"gram"`` path its closed form in the feature
+        weights, on ``"cg"`` 4-fold cross-validation by one block CG over every fold and
+        candidate, :mod:`dask_ssl.multiview.corls_primal`) and the rule of
+        :mod:`dask_ssl.models._selection`: a coupling
         replaces 0 only when its gain in held-out residual exceeds its noise and it errs on
         fewer held-out rows. With fewer than 5 labeled rows in a class: ``rho =``
         :data:`UNCHECKED_COUPLING`, unchecked (with a
@@ -269,7 +272,7 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         :data:`MAX_SYSTEM_ROWS`). ``"gram"``: the system in the stacked feature weights (size
         ``sum_s d_s``) from two Gram matrices summed over the row blocks (one round trip),
         solved by Cholesky. ``"cg"``: the same system by conjugate gradients, one round trip a
-        product (wide sparse views, ``kernel="linear"``; ``gamma_C`` must be given). ``"auto"``:
+        product (wide sparse views, ``kernel="linear"``). ``"auto"``:
         ``"direct"`` for views in memory within :data:`MAX_SYSTEM_ROWS` and no
         ``n_components``, else ``"gram"`` up to ``GRAM_MAX_FEATURES`` (1000) feature weights in
         all, else ``"cg"``. Views given as :class:`~dask_ssl.multiview.blocks.MultiViewBlocks`
@@ -308,9 +311,10 @@ class CoRLS(ClassifierMixin, BaseEstimator):
     gamma_C_ : float
         The coupling used (the choice with "auto").
     selection_ : list of dict
-        With "auto": per candidate ``rho`` and ``gamma_C``, its leave-one-out ``errors``
+        With "auto": per candidate ``rho`` and ``gamma_C``, its held-out ``errors``
         (count, rate, standard error), ``squared`` residual and whether it was ``chosen``
-        (:func:`dask_ssl.models._selection.table`); empty otherwise.
+        (:func:`dask_ssl.models._selection.table`) and the ``criterion`` ("loo": exact
+        leave-one-out; "cv": cross-validation, on ``"cg"``); empty otherwise.
     view_names_ : tuple or None
         The views' names (a dict's keys), or None for a list; predict takes the views the
         same way.
@@ -422,10 +426,6 @@ class CoRLS(ClassifierMixin, BaseEstimator):
             dims = m * self.n_components
         if solver == "primal":
             solver = "gram" if dims <= GRAM_MAX_FEATURES else "cg"
-        if solver == "cg" and self.gamma_C == "auto":
-            raise ValueError(f"gamma_C='auto' chooses by exact leave-one-out on the Gram path; "
-                             f"the system has {dims} feature weights (CG): give gamma_C, or "
-                             f"n_components for a smaller system")
         return solver
 
     def fit(self, Xs, y=None):
@@ -467,7 +467,8 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         Y, labeled = labels.columns(), labels.labeled
         params = dict(gamma_A=gammas, mu=mu, formulation=self.formulation)
         self.gamma_C_, self.selection_ = self._choose_gamma_C(
-            lambda g: corls_loo_outputs(Ks, Y, labeled, gamma_C=g, combine=combine, **params),
+            lambda gs: ([corls_loo_outputs(Ks, Y, labeled, gamma_C=g, combine=combine,
+                                           **params) for g in gs], "loo"),
             Y[labeled], float(np.mean(gammas)))
         self.dual_coef_ = corls_direct(Ks, Y, labeled, gamma_C=self.gamma_C_, **params)
         self.coef_ = self.n_features_out_ = self.landmark_indices_ = self.round_trips_ = None
@@ -493,7 +494,8 @@ class CoRLS(ClassifierMixin, BaseEstimator):
                              max_iter=self.max_iter)
         trips = system.blocks.round_trips - system.setup_round_trips
         self.gamma_C_, self.selection_ = self._choose_gamma_C(
-            lambda g: system.loo_outputs(g, combine), Y[labeled], float(np.mean(gammas)))
+            lambda gs: system.held_out_outputs(gs, combine), Y[labeled],
+            float(np.mean(gammas)))
         W, info = system.solve(self.gamma_C_)
         Ws = system.split(W)
         self.n_iter_ = info["n_iter"]
@@ -512,10 +514,11 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         self.round_trips_ = system.blocks.round_trips - trips
         self.transduction_ = labels_of(self.classes_, combined(scores, combine))
 
-    def _choose_gamma_C(self, loo, YL, scale):
+    def _choose_gamma_C(self, held_out, YL, scale):
         """``(gamma_C, selection_)``: the given value, or the choice of "auto" among
-        ``rho * scale`` (``scale`` the views' mean gamma_A) by the leave-one-out outputs
-        ``loo(gamma_C)`` on the labeled rows (targets ``YL``)."""
+        ``rho * scale`` (``scale`` the views' mean gamma_A) by the held-out outputs on the
+        labeled rows (targets ``YL``): ``held_out(gammas)`` returns them per candidate and
+        the criterion ("loo" or "cv")."""
         if self.gamma_C != "auto":
             return float(self.gamma_C), []
         truth = truth_of(YL)
@@ -523,14 +526,14 @@ class CoRLS(ClassifierMixin, BaseEstimator):
             warn_unchecked(self, "gamma_C")
             return UNCHECKED_COUPLING * scale, []
         gammas = [rho * scale for rho in AUTO_COUPLING]
-        outputs = [loo(g) for g in gammas]
+        outputs, criterion = held_out(gammas)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)
         selection = table([{"rho": rho, "gamma_C": g} for rho, g in zip(AUTO_COUPLING, gammas)],
                           wrong, squared, best)
         for row in selection:
-            row["criterion"] = "loo"
+            row["criterion"] = criterion
         return gammas[best], selection
 
     # prediction --------------------------------------------------------------------------

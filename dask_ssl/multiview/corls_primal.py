@@ -81,18 +81,20 @@ def _labeled_rows(i, views, rows):
     return [Z[rows] for Z in views]
 
 
-def _product(i, views, rows, V, splits, weights, g, averaged):
+def _product(i, views, rows, keep, V, splits, weights, g, averaged):
     """The block's share of ``A V`` without the ridge: per view ``Z_s^T (c_s/(lZ) J o_s +
-    g D (m o_s - sum_t o_t))``, ``o_s = Z_s V_s``."""
+    g D (m o_s - sum_t o_t))``, ``o_s = Z_s V_s``, column by column: ``g`` holds each column's
+    coupling, ``keep`` (labeled rows x columns) 1 where a labeled row is in that column's
+    loss (0: held out, an unlabeled row of that fit)."""
     m = len(views)
     outs = [np.asarray(Z @ V[splits[s]:splits[s + 1]]) for s, Z in enumerate(views)]
     total = sum(outs)
     parts = []
     for s, (Z, o) in enumerate(zip(views, outs)):
-        a = g * (m * o - total) if g else np.zeros_like(o)
+        a = g * (m * o - total)
         if averaged:
-            a[rows] = 0.0
-        a[rows] += weights[s] * o[rows]
+            a[rows] *= 1.0 - keep
+        a[rows] += weights[s] * keep * o[rows]
         parts.append(np.asarray(Z.T @ a))
     return np.vstack(parts)
 
@@ -201,21 +203,60 @@ class PrimalCoRLS:
         if self.GD is not None:
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(self.matrix(gamma_C)), R)
             return W, {"n_iter": 1, "round_trips_per_iter": None}
-        g = float(gamma_C) / self.n
+        keep = np.ones((self.l, R.shape[1]))
+        W, n_iter, per_iter = self._cg(R, np.full(R.shape[1], float(gamma_C)), keep, self.tol)
+        return W, {"n_iter": n_iter, "round_trips_per_iter": per_iter}
+
+    def _cg(self, R, gamma_C, keep, tol):
+        """Block CG for the columns of ``R`` (CG path): ``gamma_C`` per column, ``keep`` the
+        labeled rows in each column's loss. Returns ``(W, iterations, round trips a
+        product)``."""
+        g = np.asarray(gamma_C, dtype=float) / self.n
+        off = np.concatenate([[0], np.cumsum([r[0].size for r in self.rows])])
+        per_block = [(rows, keep[off[b]:off[b + 1]]) for b, (rows,) in enumerate(self.rows)]
         products = [0]
 
         def product(P):
             products[0] += 1
             return self.ridge[:, None] * P + sum(self.blocks.call(
-                _product, P, self.splits, self.C, g, self.averaged, per_block=self.rows,
+                _product, P, self.splits, self.C, g, self.averaged, per_block=per_block,
                 combine=sum))
 
         trips = self.blocks.round_trips
         system = LocalSystem(product, R)
-        res = block_cg(system, tol=self.tol, maxiter=self.max_iter)
-        return system.solution(), {"n_iter": int(np.max(res.n_iter)),
-                                   "round_trips_per_iter": (self.blocks.round_trips - trips)
-                                   / max(products[0], 1)}
+        res = block_cg(system, tol=tol, maxiter=self.max_iter)
+        return (system.solution(), int(np.max(res.n_iter)),
+                (self.blocks.round_trips - trips) / max(products[0], 1))
+
+    def held_out_outputs(self, gammas, combine) -> tuple[list, str]:
+        """Held-out outputs of the prediction on the labeled rows for each coupling in
+        ``gammas``, and the criterion: exact leave-one-out on the Gram path
+        (:meth:`loo_outputs`), else :data:`~dask_ssl.models._selection.CV_FOLDS`-fold
+        cross-validation by one block CG whose columns are every (fold, coupling, target)
+        (a held-out row an unlabeled row of its fold's fit, ``l`` kept, as in the
+        leave-one-out; to :data:`~dask_ssl.models._graph_weight.CV_TOL`)."""
+        if self.GD is not None:
+            return [self.loo_outputs(g, combine) for g in gammas], "loo"
+        from ..models._graph_weight import CV_TOL, truth_of
+        from ..models._selection import CV_FOLDS, fold_of
+
+        fold = fold_of(truth_of(self.YL), min(CV_FOLDS, self.l))
+        k, c = int(fold.max()) + 1, self.YL.shape[1]
+        cases = [(f, r, t) for f in range(k) for r in range(len(gammas)) for t in range(c)]
+        keep = np.column_stack([fold != f for f, _, _ in cases]).astype(float)
+        targets = self.YL[:, [t for _, _, t in cases]] * keep
+        R = np.vstack([self.C[s] * np.asarray(self.ZL[s].T @ targets) for s in range(self.m)])
+        W, self.cv_iterations, _ = self._cg(R, [gammas[r] for _, r, _ in cases], keep, CV_TOL)
+        views = np.stack([np.asarray(self.ZL[s] @ Ws) for s, Ws in enumerate(self.split(W))])
+        scores = views.mean(axis=0) if combine == "mean" else views[combine]
+        outputs = []
+        for r in range(len(gammas)):
+            out = np.empty_like(self.YL)
+            for f in range(k):
+                cols = [j for j, (ff, rr, _) in enumerate(cases) if ff == f and rr == r]
+                out[fold == f] = scores[np.ix_(fold == f, cols)]
+            outputs.append(out)
+        return outputs, "cv"
 
     def loo_outputs(self, gamma_C: float, combine) -> np.ndarray:
         """Exact leave-one-out outputs of the prediction (``combine``: "mean" or a view's
