@@ -1,6 +1,7 @@
 """Multi-view learning (thesis ch. 4; Rosenberg): one learner per view of the same rows,
 pushed to agree on the unlabeled rows."""
 
+from .blocks import MultiViewBlocks
 from .colap import CoLapRLS, CoLapSVM
 from .complexity import CoRegularizationComplexity, coregularization_complexity
 from .comr import CoMR
@@ -9,5 +10,5 @@ from .kernels import CoRegularizationKernel, MultiViewKernel, coregularization_f
 from .views import Views, check_views, views_at_predict
 
 __all__ = ["CoLapRLS", "CoLapSVM", "CoMR", "CoRLS", "CoRegularizationComplexity",
-           "CoRegularizationKernel", "MultiViewKernel", "Views", "check_views",
+           "CoRegularizationKernel", "MultiViewBlocks", "MultiViewKernel", "Views", "check_views",
            "coregularization_complexity", "coregularization_factor", "views_at_predict"]

@@ -45,6 +45,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..cluster import get_client
 from ..kernels.base import kernel_matrix
+from ..models._clone import SharesClient
 from ..models._constraints import COUNT, constraints, validate
 from ..models._graph_weight import truth_of
 from ..models._input import Labels, encode_labels
@@ -207,7 +208,7 @@ AUTO_COUPLING = (0.0, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4)
 #: data sets above.
 UNCHECKED_COUPLING = 1.0
 
-class CoRLS(ClassifierMixin, BaseEstimator):
+class CoRLS(SharesClient, ClassifierMixin, BaseEstimator):
     """Co-regularized least squares on two or more views (thesis 4.3; Rosenberg ch. 2),
     multi-class one-vs-rest.
 
@@ -217,6 +218,13 @@ class CoRLS(ClassifierMixin, BaseEstimator):
     rows in memory; ``m n`` up to :data:`MAX_SYSTEM_ROWS`, checked before any work).
     ``gamma_C="auto"`` costs one such LU per candidate (eight), which dominates: two views of
     1500 rows took 13 s on a shared 2-core machine under load, 10 s of it in the LUs.
+
+    At scale (views held as row blocks, :class:`~dask_ssl.multiview.blocks.MultiViewBlocks`,
+    or more rows than the dense system takes) the same objective is solved in the views'
+    feature weights (:mod:`dask_ssl.multiview.corls_primal`): Nystrom features per view
+    (``n_components``) or the rows themselves (``kernel="linear"``), the system's Gram
+    matrices or products summed over the co-located blocks on the workers, nothing ``n x n``
+    formed.
 
     Parameters
     ----------
