@@ -157,7 +157,9 @@ def main() -> None:
             est.fit(data, y_train, **extra)
             fit_s = time.perf_counter() - t0
             if isinstance(est, CoLapRLS):
-                trips = sum(getattr(e, "round_trips_", 0) or 0 for e in est.estimators_)
+                # LapRLS on Nystrom features does not count its inner fit's round trips
+                counted = [getattr(e, "round_trips_", None) for e in est.estimators_]
+                trips = "-" if None in counted else sum(counted)
                 iters = [getattr(e, "n_iter_", None) for e in est.estimators_]
                 chosen = f"gamma_I {np.round(est.gamma_I_, 6).tolist()}"
             elif isinstance(est, CoRLS):
