@@ -52,9 +52,8 @@ from ..graph.weights import Graph
 from ..models._clone import SharesClient
 from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
 from ..models._graph_seam import clip_n_neighbors, estimator_graph
-from ..models._input import to_blocks
+from ..models._input import encode_labels, to_blocks
 from ..models._pickle import PicklesWithoutGraph
-from ..models._input import encode_labels
 from ..models.linear_manifold import LinearLapRLS, LinearLapSVM
 from ..models.manifold import SOLVERS, LapRLS, LapSVM
 from ._per_view import PER_VIEW, check_combine, combined, fit_labels, labels_of, per_view
