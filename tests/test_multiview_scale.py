@@ -7,7 +7,7 @@ import scipy.io
 import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 
-from dask_ssl.multiview import CoLapRLS, CoRLS
+from dask_ssl.multiview import CoLapRLS, CoLapSVM, CoRLS
 from dask_ssl.multiview.blocks import MultiViewBlocks
 from dask_ssl.models._graph_weight import truth_of
 from dask_ssl.models._selection import CV_FOLDS, fold_of
@@ -206,3 +206,6 @@ def test_colaprls_on_blocks_is_the_in_memory_fit(client):
     exact = CoLapRLS(kernel="linear", solver="direct", **settings).fit(Xs, y, graphs=graphs)
     np.testing.assert_allclose(linear.decision_function(Xs), exact.decision_function(Xs),
                                atol=1e-6)
+    svm = CoLapSVM(kernel="linear", **settings).fit(mv, graphs=graphs)
+    assert type(svm.estimators_[1]).__name__ == "LinearLapSVM"
+    np.testing.assert_array_equal(svm.transduction_, svm.predict(Xs))
