@@ -124,6 +124,9 @@ for _est in ("CoLapRLS", "CoLapSVM"):
     OVERRIDES[(_est, "p")] = "'auto' as LapRLS's, on the multi-view graph"
     OVERRIDES[(_est, "solver")] = "each view's LapRLS / LapSVM solvers"
 OVERRIDES[("CoLapSVM", "loss")] = "the two losses of thesis ch. 2"
+for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
+    OVERRIDES[(_est, "n_components")] = "None: the exact kernels (or linear features at scale)"
+OVERRIDES[("CoRLS", "solver")] = "the dense block system or the primal one (Gram or CG)"
 OVERRIDES[("CoMR", "gamma_C")] = "inf gives its MR limit; no 'auto' (gamma_I is what it selects)"
 
 #: Estimators whose y holds unlabeled rows by default.

@@ -1,6 +1,7 @@
 """Multi-view learning (thesis ch. 4; Rosenberg): one learner per view of the same rows,
 pushed to agree on the unlabeled rows."""
 
+from .blocks import MultiViewBlocks
 from .colap import CoLapRLS, CoLapSVM
 from .complexity import CoRegularizationComplexity, coregularization_complexity
 from .comr import CoMR
@@ -14,5 +15,6 @@ from .views import Views, check_views, views_at_predict
 ESTIMATORS = {cls.__name__: cls for cls in (CoRLS, CoLapRLS, CoLapSVM, CoMR)}
 
 __all__ = ["CoLapRLS", "CoLapSVM", "CoMR", "CoRLS", "CoRegularizationComplexity",
-           "CoRegularizationKernel", "ESTIMATORS", "MultiViewKernel", "Views", "check_views",
+           "CoRegularizationKernel", "ESTIMATORS", "MultiViewBlocks", "MultiViewKernel", "Views",
+           "check_views",
            "coregularization_complexity", "coregularization_factor", "views_at_predict"]

@@ -24,6 +24,16 @@ first: LapRLS's exact leave-one-out and the rule of :mod:`dask_ssl.models._selec
 learner given both graphs by name (:meth:`LapRLS.fit <dask_ssl.models.LapRLS.fit>`). The
 multi-view graph comes first, so it stands where the labels are too few to choose and on the
 primal solver (which chooses ``gamma_I`` on it by cross-validation).
+
+At scale. The views given as row blocks (:class:`~dask_ssl.multiview.blocks.MultiViewBlocks`,
+or a list of RowBlocks), each view's kNN graph is built on the workers and nothing ``n x n`` is
+formed where each view's learner works in feature space: with ``n_components`` the LapRLS /
+LapSVM of that view fits on Nystrom features (:mod:`dask_ssl.models._nystrom_manifold`), and a
+view with ``kernel="linear"`` and no ``n_components`` is fitted by
+:class:`~dask_ssl.models.LinearLapRLS` (:class:`~dask_ssl.models.LinearLapSVM`) on its rows,
+without a bias (LapRLS's model, Eq 2.9; ``gamma_A``, ``gamma_I`` and ``graph_normalization``
+mean the same there), its Gram or CG path chosen by the view's width. Such a learner chooses
+``gamma_I`` on the multi-view graph alone (the ``"own"`` graph is not a candidate).
 """
 
 from __future__ import annotations
@@ -42,23 +52,30 @@ from ..graph.weights import Graph
 from ..models._clone import SharesClient
 from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
 from ..models._graph_seam import clip_n_neighbors, estimator_graph
-from ..models._input import to_blocks
+from ..models._input import encode_labels, to_blocks
 from ..models._pickle import PicklesWithoutGraph
+from ..models.linear_manifold import LinearLapRLS, LinearLapSVM
 from ..models.manifold import SOLVERS, LapRLS, LapSVM
 from . import _serving
 from ._per_view import PER_VIEW, check_combine, combined, fit_labels, labels_of, per_view
-from .views import check_views, views_at_predict
+from .blocks import as_multiview
+from .views import Views, check_views, views_at_predict
 
 #: Where the Co-Laplacian estimators widen the shared constraints: per-view values (gamma_A,
 #: gamma_I, the kernel), LapRLS's "auto" power and its solvers.
 _OVERRIDES = dict(PER_VIEW, gamma_I=[NON_NEGATIVE, AUTO, "array-like"], p=[COUNT, AUTO],
-                  solver=[StrOptions(set(SOLVERS))])
+                  solver=[StrOptions(set(SOLVERS))], n_components=[COUNT, None])
 #: Names of a view's candidate graphs (``graph_names_``).
 MULTIVIEW, OWN = "multiview", "own"
 #: The parameters handed to each view's learner as they are.
 _SHARED_WITH_LEARNER = ("metric", "weights", "t", "symmetrize", "normalized", "p",
                         "graph_normalization", "solver", "tol", "max_iter", "early_stopping",
-                        "search_epsilon", "unlabeled", "client", "n_blocks", "random_state")
+                        "search_epsilon", "unlabeled", "client", "n_blocks", "random_state",
+                        "n_components", "landmarks")
+#: What a linear learner (a view at scale with ``kernel="linear"``) takes of the same.
+_SHARED_WITH_LINEAR = ("metric", "weights", "t", "symmetrize", "normalized",
+                       "graph_normalization", "search_epsilon", "tol", "max_iter",
+                       "unlabeled", "client", "n_blocks", "random_state")
 
 
 def view_weights_of(view_weights, n_views: int) -> np.ndarray:
@@ -92,13 +109,14 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
     """Shared fit / predict of CoLapRLS and CoLapSVM (see the subclasses)."""
 
     _LEARNER = LapRLS
+    _LINEAR = LinearLapRLS
 
     def __init__(self, *, gamma_A=1e-6, gamma_I="auto", view_weights=None, kernel="rbf",
                  kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="auto", tol=1e-6, max_iter=200, early_stopping=True,
-                 search_epsilon=0.1, combine="mean", unlabeled=-1, client=None,
-                 n_blocks=None, random_state=None):
+                 search_epsilon=0.1, combine="mean", n_components=None, landmarks="uniform",
+                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.view_weights = view_weights
@@ -118,6 +136,8 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
         self.early_stopping = early_stopping
         self.search_epsilon = search_epsilon
         self.combine = combine
+        self.n_components = n_components
+        self.landmarks = landmarks
         self.unlabeled = unlabeled
         self.client = client
         self.n_blocks = n_blocks
@@ -139,12 +159,26 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
     def _learner_params(self) -> dict:
         return {name: getattr(self, name) for name in _SHARED_WITH_LEARNER}
 
-    def _learners(self, n_views: int) -> list:
+    def _linear_learner(self, gamma_A, gamma_I):
+        """A view's learner at scale with the linear kernel (module docstring)."""
+        return self._LINEAR(gamma_A=gamma_A, gamma_I=gamma_I, n_neighbors=self.n_neighbors,
+                            p=1 if self.p == "auto" else self.p, fit_intercept=False,
+                            **{name: getattr(self, name) for name in _SHARED_WITH_LINEAR})
+
+    def _learners(self, n_views: int, at_scale: bool = False) -> list:
         """One unfitted learner per view, its parameters checked (before any work)."""
         values = {name: per_view(getattr(self, name), n_views, name)
                   for name in ("gamma_A", "gamma_I", "kernel", "kernel_params")}
         learners = []
         for s in range(n_views):
+            if at_scale and values["kernel"][s] == "linear" and self.n_components is None:
+                learner = self._linear_learner(values["gamma_A"][s], values["gamma_I"][s])
+                try:
+                    learner._check_params()
+                except ValueError as exc:
+                    raise type(exc)(f"view {s}: {exc}") from None
+                learners.append(learner)
+                continue
             learner = self._LEARNER(n_neighbors=self.n_neighbors, **self._learner_params(),
                                     **{name: v[s] for name, v in values.items()})
             try:
@@ -156,12 +190,18 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
 
     def _check(self, Xs, y, graphs):
         validate(self)
-        views = check_views(Xs, min_views=1)
+        mv = as_multiview(Xs)
+        views = check_views(Xs, min_views=1) if mv is None else Views(list(mv.views), mv.names)
         m = len(views.arrays)
-        learners = self._learners(m)
+        learners = self._learners(m, at_scale=mv is not None)
         weights = view_weights_of(self.view_weights, m)
         combine = check_combine(self.combine, views.names, m)
-        labels = fit_labels(self, y, views.n_rows)
+        if y is None and mv is not None and mv.labels is not None:
+            # the blocks' own labels and marker (0 for svmlight files): the learners get the
+            # class codes, -1 unlabeled, in the same order as the classes
+            labels = encode_labels(mv.gather_labels(), views.n_rows, mv.unlabeled)
+        else:
+            labels = fit_labels(self, y, views.n_rows)
         if graphs is not None:
             if isinstance(graphs, dict):
                 if views.names is None or set(graphs) != set(views.names):
@@ -180,20 +220,26 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
                                      f"{views.n_rows}")
         return views, learners, weights, combine, labels, graphs
 
-    def fit(self, Xs, y, *, graphs=None):
+    def fit(self, Xs, y=None, *, graphs=None):
         """Fit one learner per view with the multi-view graph.
 
         Parameters
         ----------
-        Xs : list or dict of arrays or sparse matrices, each of shape (n, d_s)
-            The views of the same rows (one view is manifold regularization alone).
-        y : array of shape (n,)
-            Classes, ``unlabeled`` on unlabeled rows.
+        Xs : list or dict of arrays or sparse matrices (each of shape (n, d_s)), MultiViewBlocks, or list or dict of RowBlocks
+            The views of the same rows (one view is manifold regularization alone); row
+            blocks keep them on the workers (module docstring, "At scale").
+        y : array of shape (n,), optional
+            Classes, ``unlabeled`` on unlabeled rows; for a MultiViewBlocks carrying labels it
+            may be omitted (their own marker then: 0 for svmlight files).
         graphs : list (or dict by view name) of Graph, optional
             Each view's graph on these rows, used instead of a kNN search in that view.
         """
         t0 = time.perf_counter()
-        views, learners, weights, combine, (classes, _), graphs = self._check(Xs, y, graphs)
+        views, learners, weights, combine, (classes, codes), graphs = self._check(Xs, y, graphs)
+        if y is None:  # the blocks' labels: their codes, -1 unlabeled (see _check)
+            y = codes
+            for learner in learners:
+                learner.set_params(unlabeled=-1)
         client = get_client(self.client)
         if graphs is None:
             k = clip_n_neighbors(self.n_neighbors, views.n_rows)
@@ -202,22 +248,24 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
                       for X, a, learner in zip(views.arrays, weights, learners)]
         graph = multiview_graph(graphs, weights, client=client, n_blocks=self.n_blocks)
         for learner, X, own in zip(learners, views.arrays, graphs):
-            if learner.gamma_I == "auto" and own is not graph:
+            if isinstance(learner, LinearLapRLS | LinearLapSVM):
+                learner.fit(X, y, graph=graph)
+            elif learner.gamma_I == "auto" and own is not graph:
                 learner.fit(X, y, graph={MULTIVIEW: graph, OWN: own})
             else:
                 learner.fit(X, y, graph=graph)
         self.estimators_ = learners
         self.graph_ = graph
-        self.graph_names_ = [est.graph_name_ or MULTIVIEW for est in learners]
+        self.graph_names_ = [getattr(est, "graph_name_", None) or MULTIVIEW for est in learners]
         self.view_weights_ = weights
         self.gamma_I_ = np.array([est.gamma_I_ for est in learners])
         self.selection_ = [est.selection_ for est in learners]
-        self.p_ = [est.p_ for est in learners]
+        self.p_ = [getattr(est, "p_", getattr(est, "p", None)) for est in learners]
         self.classes_ = classes
         self.combine_ = combine
         self.view_names_ = views.names
         self.view_features_ = views.n_features
-        self.n_labeled_ = learners[0].n_labeled_
+        self.n_labeled_ = int((codes >= 0).sum())
         self.transduction_ = labels_of(classes, combined(
             [est.decision_function(X) for est, X in zip(learners, views.arrays)], combine))
         self.fit_seconds_ = time.perf_counter() - t0
@@ -227,8 +275,15 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
         """Each view's ``f_s(x)`` on new rows (views as at fit: a list in order, or a dict by
         name): one array per view, shape (m,) for two classes, (m, n_classes) otherwise."""
         check_is_fitted(self, "estimators_")
-        views = views_at_predict(Xs, self.view_names_, self.view_features_)
-        return [est.decision_function(X) for est, X in zip(self.estimators_, views.arrays)]
+        mv = as_multiview(Xs)
+        if mv is not None:
+            if mv.n_features != tuple(self.view_features_):
+                raise ValueError(f"the views have {mv.n_features} features; the model was "
+                                 f"fitted with {tuple(self.view_features_)}")
+            arrays = mv.views
+        else:
+            arrays = views_at_predict(Xs, self.view_names_, self.view_features_).arrays
+        return [est.decision_function(X) for est, X in zip(self.estimators_, arrays)]
 
     def decision_function(self, Xs):
         """The prediction's scores (``combine``): shape (m,) for two classes (positive
@@ -290,7 +345,13 @@ _PARAMETERS = """
         Laplacians.
     solver, tol, max_iter, early_stopping
         Each view's solver, as in :class:`LapRLS`: ``"direct"`` (the deformed kernel's dense
-        solve) or ``"primal"`` (on the workers).
+        solve) or ``"primal"`` (on the workers). A linear learner at scale takes ``tol`` and
+        ``max_iter`` as :class:`LinearLapRLS` (:class:`LinearLapSVM`) does.
+    n_components, landmarks
+        Nystrom landmarks per view and how they are drawn, as in :class:`LapRLS`: each view's
+        learner fits in Nystrom feature space (at scale, :mod:`dask_ssl.multiview.colap`).
+        None: the exact expansion, or for views held as row blocks with ``kernel="linear"``
+        :class:`LinearLapRLS` on the rows.
     combine : "mean", int or str, default "mean"
         The prediction: the mean of the views' outputs, or one view's (index, or name for
         views given as a dict).
@@ -303,7 +364,8 @@ _PARAMETERS = """
     ----------
     estimators_ : list
         The fitted learner of each view (its ``dual_coef_``, ``expansion_points_``,
-        ``kernel_params_``, ``gamma_I_``, ``selection_``).
+        ``kernel_params_``, ``gamma_I_``, ``selection_``; a :class:`LinearLapRLS`'s
+        ``coef_`` for a linear view at scale).
     classes_ : ndarray
     graph_ : Graph
         The multi-view graph.
@@ -346,21 +408,24 @@ class CoLapSVM(_CoLaplacian):
         only).""" + _PARAMETERS
 
     _LEARNER = LapSVM
+    _LINEAR = LinearLapSVM
 
     def __init__(self, *, loss="squared_hinge", gamma_A=1e-6, gamma_I="auto",
                  view_weights=None, kernel="rbf", kernel_params=None, n_neighbors=10,
                  metric="euclidean", weights="heat", t=None, symmetrize="max", normalized=True,
                  p="auto", graph_normalization="n2", solver="auto", tol=1e-6, max_iter=200,
-                 early_stopping=True, search_epsilon=0.1, combine="mean", unlabeled=-1,
-                 client=None, n_blocks=None, random_state=None):
+                 early_stopping=True, search_epsilon=0.1, combine="mean", n_components=None,
+                 landmarks="uniform", unlabeled=-1, client=None, n_blocks=None,
+                 random_state=None):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, view_weights=view_weights,
                          kernel=kernel, kernel_params=kernel_params, n_neighbors=n_neighbors,
                          metric=metric, weights=weights, t=t, symmetrize=symmetrize,
                          normalized=normalized, p=p, graph_normalization=graph_normalization,
                          solver=solver, tol=tol, max_iter=max_iter,
                          early_stopping=early_stopping, search_epsilon=search_epsilon,
-                         combine=combine, unlabeled=unlabeled, client=client,
-                         n_blocks=n_blocks, random_state=random_state)
+                         combine=combine, n_components=n_components, landmarks=landmarks,
+                         unlabeled=unlabeled, client=client, n_blocks=n_blocks,
+                         random_state=random_state)
         self.loss = loss
 
     _parameter_constraints = constraints(__init__, **_OVERRIDES,

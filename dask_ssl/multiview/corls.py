@@ -41,18 +41,27 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
+from sklearn.utils._param_validation import StrOptions
+
+from ..cluster import get_client
 from ..kernels.base import kernel_matrix
-from ..models._constraints import constraints, validate
+from ..models._clone import SharesClient
+from ..models._constraints import COUNT, constraints, validate
 from ..models._graph_weight import truth_of
-from ..models._input import Labels
+from ..models._input import Labels, encode_labels
+from ..models.base import GRAM_MAX_FEATURES
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from . import _serving
 from ._per_view import (PER_VIEW, check_combine, combined, fit_labels, kernels_per_view,
                         labels_of, positive_per_view, squeeze_columns)
-from .views import check_views, views_at_predict
+from .blocks import MultiViewBlocks, as_multiview
+from .views import Views, check_views, views_at_predict
 
 FORMULATIONS = ("coupled", "averaged")
+#: ``solver``: the dense block system (``"direct"``), or the system in the views' feature
+#: weights (:mod:`dask_ssl.multiview.corls_primal`) by Cholesky (``"gram"``) or CG (``"cg"``).
+SOLVERS = ("auto", "direct", "gram", "cg")
 #: Rows of the block system (views x training rows) solved on the driver at most: its dense
 #: matrix then takes 3.2 GB.
 MAX_SYSTEM_ROWS = 20000
@@ -176,6 +185,14 @@ def corls_loo_outputs(Ks, Y, labeled, *, gamma_A, gamma_C: float, mu=1.0,
     return out
 
 
+def _view_scores(i, X, points, kernel, kernel_params, coef):
+    """One view's outputs on rows ``X``: the kernel expansion over ``points``, or ``X coef``
+    for linear features (``points`` None)."""
+    if points is None:
+        return np.asarray(X @ coef)
+    return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef
+
+
 # the estimator ------------------------------------------------------------------------------
 
 #: Couplings tried by ``gamma_C="auto"``, as multiples ``rho`` of the views' mean ``gamma_A``:
@@ -192,7 +209,7 @@ AUTO_COUPLING = (0.0, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4)
 #: data sets above.
 UNCHECKED_COUPLING = 1.0
 
-class CoRLS(ClassifierMixin, BaseEstimator):
+class CoRLS(SharesClient, ClassifierMixin, BaseEstimator):
     """Co-regularized least squares on two or more views (thesis 4.3; Rosenberg ch. 2),
     multi-class one-vs-rest.
 
@@ -202,6 +219,13 @@ class CoRLS(ClassifierMixin, BaseEstimator):
     rows in memory; ``m n`` up to :data:`MAX_SYSTEM_ROWS`, checked before any work).
     ``gamma_C="auto"`` costs one such LU per candidate (eight), which dominates: two views of
     1500 rows took 13 s on a shared 2-core machine under load, 10 s of it in the LUs.
+
+    At scale (views held as row blocks, :class:`~dask_ssl.multiview.blocks.MultiViewBlocks`,
+    or more rows than the dense system takes) the same objective is solved in the views'
+    feature weights (:mod:`dask_ssl.multiview.corls_primal`): Nystrom features per view
+    (``n_components``) or the rows themselves (``kernel="linear"``), the system's Gram
+    matrices or products summed over the co-located blocks on the workers, nothing ``n x n``
+    formed.
 
     Parameters
     ----------
@@ -217,7 +241,10 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         chooses it among ``rho * mean(gamma_A)`` for ``rho`` in :data:`AUTO_COUPLING` (0
         first, the supervised model) by the exact leave-one-out outputs of the prediction
         (``combine``) on the labeled rows (:func:`corls_loo_outputs`; the row left out stays
-        as an unlabeled row) and the rule of :mod:`dask_ssl.models._selection`: a coupling
+        as an unlabeled row; on the primal ``"gram"`` path its closed form in the feature
+        weights, on ``"cg"`` 4-fold cross-validation by one block CG over every fold and
+        candidate, :mod:`dask_ssl.multiview.corls_primal`) and the rule of
+        :mod:`dask_ssl.models._selection`: a coupling
         replaces 0 only when its gain in held-out residual exceeds its noise and it errs on
         fewer held-out rows. With fewer than 5 labeled rows in a class: ``rho =``
         :data:`UNCHECKED_COUPLING`, unchecked (with a
@@ -241,17 +268,49 @@ class CoRLS(ClassifierMixin, BaseEstimator):
     combine : "mean", int or str, default "mean"
         The prediction: the mean of the views' outputs ``(f_1 + ... + f_m) / m`` (Rosenberg's
         ``phi``), or one view's ``f_s`` by index (or name, for views given as a dict).
+    n_components : int or None, default None
+        m, Nystrom landmarks per view: each view's kernel replaced by Nystrom features
+        ``Z_s = K_s(X_s, landmarks) K_s,mm^-1/2`` computed on the workers, and the system
+        solved in the features' weights (:mod:`dask_ssl.multiview.corls_primal`; with every
+        row a landmark, the exact CoRLS). None: the exact kernels (``"direct"``), or, on the
+        primal solvers, the rows themselves as features, which needs ``kernel="linear"``.
+    landmarks : {"uniform", "kmeans++"}, default "uniform"
+        How each view's landmarks are drawn (``random_state`` seeds it).
+    solver : {"auto", "direct", "gram", "cg"}, default "auto"
+        ``"direct"``: the dense ``m n x m n`` block system (views in memory, ``m n`` up to
+        :data:`MAX_SYSTEM_ROWS`). ``"gram"``: the system in the stacked feature weights (size
+        ``sum_s d_s``) from two Gram matrices summed over the row blocks (one round trip),
+        solved by Cholesky. ``"cg"``: the same system by conjugate gradients, one round trip a
+        product (wide sparse views, ``kernel="linear"``). ``"auto"``:
+        ``"direct"`` for views in memory within :data:`MAX_SYSTEM_ROWS` and no
+        ``n_components``, else ``"gram"`` up to ``GRAM_MAX_FEATURES`` (1000) feature weights in
+        all, else ``"cg"``. Views given as :class:`~dask_ssl.multiview.blocks.MultiViewBlocks`
+        (or a list of RowBlocks) always take a primal solver.
+    tol : float, default 1e-6
+        Relative residual at which CG stops (``"cg"``).
+    max_iter : int, default 1000
+        CG iterations at most (``"cg"``).
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
+    client, n_blocks
+        Cluster and row blocks of the primal solvers (views in memory are scattered in
+        ``n_blocks`` blocks, one per worker thread by default).
+    random_state : int or None
+        Seeds the landmarks.
 
     Attributes
     ----------
     classes_ : ndarray
-    dual_coef_ : ndarray of shape (n_views, n, n_columns)
+    dual_coef_ : ndarray of shape (n_views, n, n_columns), list or None
         The views' coefficients (thesis alpha, beta) per class column (one column for two
-        classes, positive ``classes_[1]``).
+        classes, positive ``classes_[1]``); with ``n_components`` a list, per view the
+        coefficients over its landmarks, ``K_s,mm^-1/2 w_s``; None for linear features.
+    coef_ : list of ndarray or None
+        With linear features (``n_components=None`` on a primal solver): each view's weights
+        ``w_s``, shape (d_s, n_columns), ``f_s(x) = x^T w_s`` (no bias, as the kernel model).
     expansion_points_ : list
-        Each view's training rows.
+        Each view's training rows (its landmarks with ``n_components``; None per view for
+        linear features).
     kernels_ : list
         Each view's kernel.
     kernel_params_ : list of dict
@@ -261,9 +320,10 @@ class CoRLS(ClassifierMixin, BaseEstimator):
     gamma_C_ : float
         The coupling used (the choice with "auto").
     selection_ : list of dict
-        With "auto": per candidate ``rho`` and ``gamma_C``, its leave-one-out ``errors``
+        With "auto": per candidate ``rho`` and ``gamma_C``, its held-out ``errors``
         (count, rate, standard error), ``squared`` residual and whether it was ``chosen``
-        (:func:`dask_ssl.models._selection.table`); empty otherwise.
+        (:func:`dask_ssl.models._selection.table`) and the ``criterion`` ("loo": exact
+        leave-one-out; "cv": cross-validation, on ``"cg"``); empty otherwise.
     view_names_ : tuple or None
         The views' names (a dict's keys), or None for a list; predict takes the views the
         same way.
@@ -272,11 +332,24 @@ class CoRLS(ClassifierMixin, BaseEstimator):
     n_labeled_ : int
     transduction_ : ndarray of shape (n,)
         The prediction on the training rows.
+    solver_ : str
+        The solver used.
+    n_features_out_ : tuple of int or None
+        With ``n_components``: the Nystrom features kept per view (the rank of ``K_mm``).
+    landmark_indices_ : list of ndarray or None
+        With ``n_components``: each view's landmark rows.
+    round_trips_ : int or None
+        Round trips of a primal fit's system (Gram or CG products and the outputs; the feature
+        maps and the RBF widths excluded); None for ``"direct"``.
+    n_iter_ : int
+        CG iterations (1 for a Cholesky or LU solve).
     fit_seconds_ : float
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_C="auto", mu=1.0, formulation="coupled",
-                 kernel="rbf", kernel_params=None, combine="mean", unlabeled=-1):
+                 kernel="rbf", kernel_params=None, combine="mean", n_components=None,
+                 landmarks="uniform", solver="auto", tol=1e-6, max_iter=1000, unlabeled=-1,
+                 client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_C = gamma_C
         self.mu = mu
@@ -284,14 +357,26 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.combine = combine
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
         self.unlabeled = unlabeled
+        self.client = client
+        self.n_blocks = n_blocks
+        self.random_state = random_state
 
-    _parameter_constraints = constraints(__init__, **PER_VIEW)
+    _parameter_constraints = constraints(__init__, **PER_VIEW, n_components=[COUNT, None],
+                                         solver=[StrOptions(set(SOLVERS))])
 
     def _check(self, Xs, y):
         """Parameters, views and labels, all before any work: ``(views, labels, settings)``."""
         validate(self)
-        views = check_views(Xs)
+        mv = as_multiview(Xs)
+        views = check_views(Xs) if mv is None else Views(list(mv.views), mv.names)
+        if mv is not None and mv.n_views < 2:
+            raise ValueError(f"Xs holds {mv.n_views} view(s); this estimator needs at least 2")
         m = len(views.arrays)
         gammas = positive_per_view(self.gamma_A, m, "gamma_A")
         if isinstance(self.mu, (list, tuple, np.ndarray)):
@@ -303,26 +388,85 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         if self.formulation == "averaged" and combine != "mean":
             raise InvalidParameterError("formulation='averaged' predicts by the views' mean "
                                         "(Rosenberg's phi); combine must be 'mean'")
-        if m * views.n_rows > MAX_SYSTEM_ROWS:
-            raise ValueError(f"CoRLS solves a dense system of {m} views x {views.n_rows} rows "
-                             f"on the driver ({8 * (m * views.n_rows) ** 2 / 1e9:.1f} GB); at "
-                             f"most {MAX_SYSTEM_ROWS} such rows are taken")
-        classes, codes = fit_labels(self, y, views.n_rows)
-        return views, Labels(classes, codes, self.unlabeled), (gammas, mu, kernels, kparams,
-                                                               combine)
+        solver = self._solver_of(mv is not None, views, kernels)
+        marker = self.unlabeled
+        if y is None and mv is not None and mv.labels is not None:
+            y, marker = mv.gather_labels(), mv.unlabeled
+            classes, codes = encode_labels(y, views.n_rows, marker)
+        else:
+            classes, codes = fit_labels(self, y, views.n_rows)
+        return (views, mv), Labels(classes, codes, marker), (gammas, mu, kernels, kparams,
+                                                             combine, solver)
 
-    def fit(self, Xs, y):
+    def _solver_of(self, at_scale: bool, views, kernels) -> str:
+        """The solver ``"auto"`` stands for, and the checks of the one given (before any
+        work)."""
+        m, n = len(views.arrays), views.n_rows
+        solver = self.solver
+        if solver == "auto":
+            solver = ("direct" if not at_scale and self.n_components is None
+                      and m * n <= MAX_SYSTEM_ROWS else "primal")
+        if solver == "primal" and not at_scale and self.n_components is None and any(
+                k != "linear" for k in kernels):
+            solver = "direct"  # too large for it: refused below, naming the ways out
+        if solver == "direct":
+            if at_scale:
+                raise ValueError("solver='direct' forms the kernels on the driver: views held "
+                                 "as row blocks take solver='gram' or 'cg'")
+            if self.n_components is not None:
+                raise ValueError("n_components fits in Nystrom feature space: solver='gram' "
+                                 "or 'cg' (or 'auto')")
+            if m * n > MAX_SYSTEM_ROWS:
+                raise ValueError(f"CoRLS solves a dense system of {m} views x {n} rows on the "
+                                 f"driver ({8 * (m * n) ** 2 / 1e9:.1f} GB); at most "
+                                 f"{MAX_SYSTEM_ROWS} such rows are taken: give n_components "
+                                 "(Nystrom features) or kernel='linear' for the primal solvers")
+            return solver
+        if self.n_components is None:
+            odd = [s for s, k in enumerate(kernels) if k != "linear"]
+            if odd:
+                raise ValueError(f"the primal solvers need features: view(s) {odd} have kernel "
+                                 f"{kernels[odd[0]]!r}; give n_components (Nystrom features of "
+                                 "each view's kernel) or kernel='linear'")
+            dims = sum(views.n_features)
+        else:
+            if self.n_components > n:
+                raise ValueError(f"n_components={self.n_components} exceeds the {n} rows")
+            dims = m * self.n_components
+        if solver == "primal":
+            solver = "gram" if dims <= GRAM_MAX_FEATURES else "cg"
+        return solver
+
+    def fit(self, Xs, y=None):
         """Fit on labeled and unlabeled rows.
 
         Parameters
         ----------
-        Xs : list or dict of arrays or sparse matrices, each of shape (n, d_s)
+        Xs : list or dict of arrays or sparse matrices (each of shape (n, d_s)), MultiViewBlocks, or list or dict of RowBlocks
             The views of the same rows (a dict names them; predict then takes them by name).
-        y : array of shape (n,)
-            Classes, ``unlabeled`` on unlabeled rows.
+            Row blocks take a primal solver (``n_components`` or ``kernel="linear"``).
+        y : array of shape (n,), optional
+            Classes, ``unlabeled`` on unlabeled rows; for a MultiViewBlocks (or RowBlocks)
+            carrying labels it may be omitted (their own marker then: 0 for svmlight files).
         """
         t0 = time.perf_counter()
-        views, labels, (gammas, mu, kernels, kparams, combine) = self._check(Xs, y)
+        (views, mv), labels, (gammas, mu, kernels, kparams, combine, solver) = \
+            self._check(Xs, y)
+        self.classes_ = labels.classes
+        self.kernels_ = kernels
+        self.combine_ = combine
+        self.view_names_ = views.names
+        self.view_features_ = views.n_features
+        self.n_labeled_ = int(labels.labeled.sum())
+        self.solver_ = solver
+        if solver != "direct":
+            if mv is None:
+                mv = MultiViewBlocks.from_arrays(
+                    views.arrays if views.names is None else dict(zip(views.names, views.arrays)),
+                    client=get_client(self.client), n_blocks=self.n_blocks)
+            self._fit_primal(mv, labels, gammas, mu, kernels, kparams, combine, solver)
+            self.fit_seconds_ = time.perf_counter() - t0
+            return self
         kparams = [dict(kp or {}) for kp in kparams]
         for X, kernel, kp in zip(views.arrays, kernels, kparams):
             if kernel == "rbf" and "gamma" not in kp:
@@ -331,42 +475,74 @@ class CoRLS(ClassifierMixin, BaseEstimator):
               for X, k, kp in zip(views.arrays, kernels, kparams)]
         Y, labeled = labels.columns(), labels.labeled
         params = dict(gamma_A=gammas, mu=mu, formulation=self.formulation)
-        self.gamma_C_, self.selection_ = self._choose_gamma_C(Ks, Y, labeled, params, combine,
-                                                              float(np.mean(gammas)))
+        self.gamma_C_, self.selection_ = self._choose_gamma_C(
+            lambda gs: ([corls_loo_outputs(Ks, Y, labeled, gamma_C=g, combine=combine,
+                                           **params) for g in gs], "loo"),
+            Y[labeled], float(np.mean(gammas)))
         self.dual_coef_ = corls_direct(Ks, Y, labeled, gamma_C=self.gamma_C_, **params)
-        self.classes_ = labels.classes
+        self.coef_ = self.n_features_out_ = self.landmark_indices_ = self.round_trips_ = None
+        self.round_trips_per_iter_ = None
+        self.n_iter_ = 1
         self.expansion_points_ = list(views.arrays)
-        self.kernels_ = kernels
         self.kernel_params_ = kparams
-        self.combine_ = combine
-        self.view_names_ = views.names
-        self.view_features_ = views.n_features
-        self.n_labeled_ = int(labeled.sum())
         scores = [squeeze_columns(K @ a) for K, a in zip(Ks, self.dual_coef_)]
         self.transduction_ = labels_of(self.classes_, combined(scores, combine))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _choose_gamma_C(self, Ks, Y, labeled, params, combine, scale):
+    def _fit_primal(self, mv, labels, gammas, mu, kernels, kparams, combine, solver):
+        """The fit in the views' feature weights (:mod:`dask_ssl.multiview.corls_primal`) on
+        co-located row blocks."""
+        from .corls_primal import PrimalCoRLS, view_features
+
+        feats, maps, self.kernel_params_ = view_features(
+            mv, kernels, kparams, self.n_components, self.landmarks, self.random_state)
+        Y, labeled = labels.columns(), labels.labeled
+        system = PrimalCoRLS(feats, Y, labeled, gamma_A=gammas, mu=mu,
+                             formulation=self.formulation, gram=solver == "gram", tol=self.tol,
+                             max_iter=self.max_iter)
+        trips = system.blocks.round_trips - system.setup_round_trips
+        self.gamma_C_, self.selection_ = self._choose_gamma_C(
+            lambda gs: system.held_out_outputs(gs, combine), Y[labeled],
+            float(np.mean(gammas)))
+        W, info = system.solve(self.gamma_C_)
+        Ws = system.split(W)
+        self.n_iter_ = info["n_iter"]
+        self.round_trips_per_iter_ = info["round_trips_per_iter"]
+        if self.n_components is None:
+            self.coef_, self.dual_coef_ = Ws, None
+            self.expansion_points_ = [None] * len(Ws)
+            self.n_features_out_ = self.landmark_indices_ = None
+        else:
+            self.coef_ = None
+            self.dual_coef_ = [fm.normalization_ @ w for fm, w in zip(maps, Ws)]
+            self.expansion_points_ = [fm.components_ for fm in maps]
+            self.n_features_out_ = tuple(int(fm.n_features_out_) for fm in maps)
+            self.landmark_indices_ = [fm.component_indices_ for fm in maps]
+        scores = [squeeze_columns(S) for S in system.view_scores(W)]
+        self.round_trips_ = system.blocks.round_trips - trips
+        self.transduction_ = labels_of(self.classes_, combined(scores, combine))
+
+    def _choose_gamma_C(self, held_out, YL, scale):
         """``(gamma_C, selection_)``: the given value, or the choice of "auto" among
-        ``rho * scale`` (``scale`` the views' mean gamma_A)."""
+        ``rho * scale`` (``scale`` the views' mean gamma_A) by the held-out outputs on the
+        labeled rows (targets ``YL``): ``held_out(gammas)`` returns them per candidate and
+        the criterion ("loo" or "cv")."""
         if self.gamma_C != "auto":
             return float(self.gamma_C), []
-        YL = Y[labeled]
         truth = truth_of(YL)
         if not enough_labels(truth):
             warn_unchecked(self, "gamma_C")
             return UNCHECKED_COUPLING * scale, []
         gammas = [rho * scale for rho in AUTO_COUPLING]
-        outputs = [corls_loo_outputs(Ks, Y, labeled, gamma_C=g, combine=combine, **params)
-                   for g in gammas]
+        outputs, criterion = held_out(gammas)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)
         selection = table([{"rho": rho, "gamma_C": g} for rho, g in zip(AUTO_COUPLING, gammas)],
                           wrong, squared, best)
         for row in selection:
-            row["criterion"] = "loo"
+            row["criterion"] = criterion
         return gammas[best], selection
 
     # prediction --------------------------------------------------------------------------
@@ -375,10 +551,18 @@ class CoRLS(ClassifierMixin, BaseEstimator):
         as at fit: a list in the same order, or a dict by name): one array per view, shape
         (m,) for two classes, (m, n_classes) otherwise."""
         check_is_fitted(self, "dual_coef_")
+        coefs = self.coef_ if self.dual_coef_ is None else self.dual_coef_
+        settings = list(zip(self.expansion_points_, self.kernels_, self.kernel_params_, coefs))
+        mv = as_multiview(Xs)
+        if mv is not None:
+            if mv.n_features != tuple(self.view_features_):
+                raise ValueError(f"the views have {mv.n_features} features; the model was "
+                                 f"fitted with {tuple(self.view_features_)}")
+            return [squeeze_columns(np.concatenate(view.call(_view_scores, *setting)))
+                    for view, setting in zip(mv.views, settings)]
         views = views_at_predict(Xs, self.view_names_, self.view_features_)
-        return [squeeze_columns(kernel_matrix(X, P, kernel=k, kernel_params=kp) @ a)
-                for X, P, k, kp, a in zip(views.arrays, self.expansion_points_, self.kernels_,
-                                          self.kernel_params_, self.dual_coef_)]
+        return [squeeze_columns(_view_scores(0, X, *setting))
+                for X, setting in zip(views.arrays, settings)]
 
     def decision_function(self, Xs):
         """The prediction's scores (``combine``): shape (m,) for two classes (positive
