@@ -58,27 +58,47 @@ def _combine_json(combine):
 # CoRLS ----------------------------------------------------------------------------------------
 def corls_info(est) -> dict:
     _refuse_callables(est.kernels_)
-    n = int(est.dual_coef_.shape[1])
+    n = int(len(est.transduction_))
     return {**view_info(est), "data_shape": [n, int(sum(est.view_features_))],
             "kernels_": list(est.kernels_), "kernel_params_": est.kernel_params_,
             "combine_": _combine_json(est.combine_), "gamma_C_": float(est.gamma_C_),
-            "selection_": est.selection_}
+            "selection_": est.selection_, "solver_": getattr(est, "solver_", "direct")}
+
+
+def _dense(est) -> bool:
+    """The dense system's model (one (n_views, n, k) array) rather than a primal one's (a
+    weight vector or landmark coefficients per view)."""
+    return isinstance(est.dual_coef_, np.ndarray)
 
 
 def corls_arrays(est) -> dict:
     corls_info(est)  # refuses a callable kernel before anything is written
-    arrays = {"dual_coef": est.dual_coef_, "classes": est.classes_}
+    arrays = {"classes": est.classes_}
+    if _dense(est):
+        arrays["dual_coef"] = est.dual_coef_
+    else:  # per view: the linear weights, or the coefficients of the landmarks
+        coefs = est.coef_ if est.dual_coef_ is None else est.dual_coef_
+        arrays.update({_prefix(s) + "coef": c for s, c in enumerate(coefs)})
     for s, P in enumerate(est.expansion_points_):
-        arrays.update(pack_matrix(_prefix(s) + "points", P))
+        if P is not None:
+            arrays.update(pack_matrix(_prefix(s) + "points", P))
     return arrays
 
 
 def corls_restore(est, arrays: dict, doc: dict) -> None:
     restore_view_info(est, doc)
     est.classes_ = arrays["classes"]
-    est.dual_coef_ = arrays["dual_coef"]
     m = len(est.view_features_)
-    est.expansion_points_ = [unpack_matrix(_prefix(s) + "points", arrays) for s in range(m)]
+    est.expansion_points_ = [unpack_matrix(_prefix(s) + "points", arrays)
+                             if any(k.startswith(_prefix(s) + "points") for k in arrays) else None
+                             for s in range(m)]
+    est.solver_ = doc.get("solver_", "direct")
+    if "dual_coef" in arrays:
+        est.dual_coef_, est.coef_ = arrays["dual_coef"], None
+    else:
+        coefs = [arrays[_prefix(s) + "coef"] for s in range(m)]
+        linear = est.expansion_points_[0] is None
+        est.coef_, est.dual_coef_ = (coefs, None) if linear else (None, coefs)
     est.kernels_ = list(doc["kernels_"])
     est.kernel_params_ = [dict(kp) for kp in doc["kernel_params_"]]
     est.combine_ = doc["combine_"]
