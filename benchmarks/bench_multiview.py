@@ -51,8 +51,10 @@ Part "rosenberg": Rosenberg's Tables 4.3 / 4.4 protocol, MR vs CoMR at Table 4.2
   sigma^2)``), nn = 50, p = 5; MR ``gamma_A = 1, gamma_I = 100``, CoMR ``gamma_A = 10,
   gamma_I = 10, gamma_C = 1``.
 
-Both: the graph is the symmetric kNN graph with heat weights ``exp(-d^2 / 2 sigma^2)``,
-``sigma^2 = 1`` (exact neighbours, scikit-learn), the normalized Laplacian,
+Also fitted: the supervised limit, CoMR at ``gamma_C = 0`` with MR's ``gamma_A`` (kernel RLS on
+the labeled rows). Both: the graph is the symmetric kNN graph with heat weights
+``exp(-d^2 / 2 sigma^2)``, ``sigma^2 = 1`` (exact neighbours, scikit-learn; g50c's
+``--g50c-graph-sigma2`` changes it), the normalized Laplacian,
 ``graph_normalization="none"`` (Table 4.2's values are Eq 4.3's).
 
 The tables go to stdout as markdown (with the command line, library versions, the load average
@@ -336,10 +338,11 @@ def views_rows(res) -> tuple[list, dict]:
     peer = res.get("peer", {})
     if "draws" in peer and peer["draws"]:
         pd_ = peer["draws"]
+        pairs = Counter("+".join(names[v] for v in sorted(d["views"])) for d in pd_)
         rows.append(("co-training peer: sslearn CoTraining (LogisticRegression)",
                      [d["error"] for d in pd_], [d["fit_s"] for d in pd_],
-                     f"views: {_counts([tuple(d['views']) for d in pd_], {tuple(d['views']): '+'.join(names[v] for v in d['views']) for d in pd_})}"
-                     f"; C tuning by LOO {np.mean([d['tune_s'] for d in pd_]):.1f} s a draw, "
+                     "views: " + ", ".join(f"{p} x{c}" for p, c in pairs.most_common())
+                     + f"; C tuning by LOO {np.mean([d['tune_s'] for d in pd_]):.1f} s a draw, "
                      "not in the fit time"))
         rows.append(("its base classifier on the better view, labeled rows only",
                      [d["base_error"] for d in pd_], [d["base_fit_s"] for d in pd_], ""))
@@ -412,8 +415,8 @@ def rosenberg_split(name, split, graph_sigma2=1.0):
     unl, test = rest[:338], rest[338:450]
     sigma = 17.5
     return ([X[:, :25], X[:, 25:]], y, lab, unl, test,
-            dict(nn=50, sigma2=graph_sigma2, common=dict(kernel="rbf", kernel_params={"gamma": 1 / (2 * sigma ** 2)},
-                                    p=5),
+            dict(nn=50, sigma2=graph_sigma2,
+                 common=dict(kernel="rbf", kernel_params={"gamma": 1 / (2 * sigma ** 2)}, p=5),
                  mr=dict(gamma_A=1.0, gamma_I=100.0), co=dict(gamma_A=10.0, gamma_I=10.0)))
 
 
@@ -430,7 +433,8 @@ def run_rosenberg(name, splits, client, graph_sigma2=1.0) -> list[dict]:
         graph = _heat_graph(np.hstack(Xs), cfg["nn"], client, cfg.get("sigma2", 1.0))
         graph_s = time.perf_counter() - t0
         rec = {"split": split, "graph_s": graph_s}
-        for label, gamma_C, params in (("MR", np.inf, cfg["mr"]), ("CoMR", 1.0, cfg["co"])):
+        for label, gamma_C, params in (("MR", np.inf, cfg["mr"]), ("CoMR", 1.0, cfg["co"]),
+                                       ("RLS", 0.0, cfg["mr"])):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
@@ -454,8 +458,9 @@ ROSENBERG = {"lines": ((7.7, 1.2), (1.0, 1.5), (7.5, 1.0), (1.3, 2.0)),
 
 def rosenberg_markdown(results) -> str:
     lines = ["| data | splits | MR test % | CoMR test % | MR unlabeled % | CoMR unlabeled % | "
-             "CoMR - MR test, wins / ties / losses | fit s MR / CoMR | Rosenberg (Tables 4.3 / "
-             "4.4): MR vs CoMR test; unlabeled |", "|" + "---|" * 9]
+             "CoMR - MR test, wins / ties / losses | fit s MR / CoMR | supervised RLS (MR's "
+             "gamma_A, gamma_C = 0) test % | Rosenberg (Tables 4.3 / 4.4): MR vs CoMR test; "
+             "unlabeled |", "|" + "---|" * 10]
     for name, recs in results.items():
         mt, ct = [r["MR"]["test"] for r in recs], [r["CoMR"]["test"] for r in recs]
         mu, cu = [r["MR"]["unlabeled"] for r in recs], [r["CoMR"]["unlabeled"] for r in recs]
@@ -466,6 +471,7 @@ def rosenberg_markdown(results) -> str:
             f"{d.mean():+.2f}, {int((d < 0).sum())} / {int((d == 0).sum())} / "
             f"{int((d > 0).sum())} | {np.mean([r['MR']['fit_s'] for r in recs]):.2f} / "
             f"{np.mean([r['CoMR']['fit_s'] for r in recs]):.2f} | "
+            f"{_ms([r['RLS']['test'] for r in recs])} | "
             f"{ref[0][0]} ({ref[0][1]}) vs {ref[1][0]} ({ref[1][1]}); "
             f"{ref[2][0]} ({ref[2][1]}) vs {ref[3][0]} ({ref[3][1]}) |")
     return "\n".join(lines)
