@@ -199,7 +199,7 @@ def run_views(name, args, client, progress=lambda res: None) -> dict:
     out = {"dataset": name, "n": int(y.size), "views": names, "k": k,
            "features": [int(V.shape[1]) for V in views], "draws": []}
     masks = []
-    for draw in range(args.draws):
+    for draw in range(args.first_draw, args.first_draw + args.draws):
         split = stratified_split(y, labels_per_class=args.labels_per_class, seed=draw)
         y_train = split.y_train(y, marker=-1)
         lab = y_train != -1
@@ -540,6 +540,9 @@ def main() -> None:
     ap.add_argument("--datasets", default="hw,bbc,bbcsport",
                     help="part views: comma-separated of hw, bbc, bbcsport")
     ap.add_argument("--draws", type=int, default=10, help="label draws (seeds 0..draws-1)")
+    ap.add_argument("--first-draw", type=int, default=0,
+                    help="part views: the first draw's seed (to extend a run in pieces; the "
+                         "peer's random_state counts from 0 within a run)")
     ap.add_argument("--labels-per-class", type=int, default=5)
     ap.add_argument("--hw-rows", type=int, default=600,
                     help="HW rows (a stratified subset; 0: all 2000). CoRLS solves a dense "
