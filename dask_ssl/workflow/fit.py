@@ -8,7 +8,8 @@ reader, one estimator builder, one split). Only the outputs differ: the model di
 report.
 
 The phases are reported on standard error as they end, and in ``model.json`` as ``phases``
-(seconds per phase) and ``wall_seconds``:
+(seconds per phase), ``phases_cpu`` (CPU seconds, user + system, of the whole process, worker
+threads included) and ``wall_seconds``:
 
 ``imports``
     From the start of the process (when ``dask-ssl`` is the program; else from the call) to
@@ -193,13 +194,15 @@ class FitSteps(Steps):
         out = self.doc["outputs"]
         progress = self.progress
         progress.say("  write ...")
-        t_write = time.perf_counter()
+        t_write, c_write = time.perf_counter(), time.process_time()
         if out["outputs"]:
             write_outputs(out["outputs"], final["train_scores"])
         metrics, extra = self.model_fields(data, final)
         progress.timings["write"] = time.perf_counter() - t_write
+        progress.cpu_timings["write"] = time.process_time() - c_write
         extra["wall_seconds"] = round(time.time() - started, 4)
         extra["phases"] = {k: round(v, 4) for k, v in progress.timings.items()}
+        extra["phases_cpu"] = {k: round(v, 4) for k, v in progress.cpu_timings.items()}
         save_model(final["estimator"], out["model_out"], metrics=metrics, extra=extra)
         progress.say(f"  write: done in {time.perf_counter() - t_write:.1f} s")
 
@@ -231,6 +234,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
         ckpt.mkdir(parents=True, exist_ok=True)
         (ckpt / JOB_FILE).write_text(json.dumps(job_arguments(args), indent=2))
     progress.timings["imports"] = time.time() - started
+    progress.cpu_timings["imports"] = time.process_time()
     progress.say(f"  imports: done in {progress.timings['imports']:.1f} s")
     with progress.phase("cluster"):
         client = connect(args)
