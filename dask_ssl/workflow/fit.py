@@ -64,10 +64,14 @@ NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
 FEATURE_MAP_FLAGS = ("n_components", "landmarks")
 JOB_FILE = "job.json"
-#: Modules whose compiled kernels ``fit`` loads ahead: the svmlight reader's and those of the
-#: L2-SVM-MFN steps that every linear estimator (and the Nystrom and Laplacian ones) runs.
-PRELOADED_KERNELS = ("dask_ssl.data._numbers", "dask_ssl.data.svmlight",
-                     "dask_ssl.linalg.kernels", "dask_ssl.linalg.distinct")
+#: The kernel family (:data:`dask_ssl.kernel_cache.FAMILIES`) each algorithm's fit calls: its
+#: kernels are compiled (or loaded from the disk cache) ahead, while the command imports and
+#: reads.
+FAMILY = {"rls": "linear", "svm": "linear", "tsvm": "linear", "da": "linear", "bb": "linear",
+          "kda": "kernel", "corls": "kernel", "transduction": "graph",
+          "laprls": "manifold", "lapsvm": "manifold", "linlaprls": "manifold",
+          "linlapsvm": "manifold", "colaprls": "manifold", "colapsvm": "manifold",
+          "comr": "manifold"}
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
 _NOT_FLAGS = ("func", "detach", "started", "old_gamma")
 
@@ -219,12 +223,15 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     import distributed  # noqa: F401
 
     from ..data import svmlight  # noqa: F401
-    from ..kernel_cache import load_in_background
+    from ..kernel_cache import FAMILIES, READERS, compile_in_background
 
-    # The kernels of reading and of the linear solvers load while the estimators are imported
-    # and the data read (the command's worker threads share them), not on their first call
-    # inside the fit.
-    load_in_background(PRELOADED_KERNELS)
+    # The kernels of the reader and of the estimator's family compile (or load from the disk
+    # cache) while the estimators are imported and the data read (the command's worker
+    # threads share them), not on their first call inside the fit.
+    reader = (sources.file_section(args.data, args.format or "auto")["source"]
+              if args.data else None)
+    compile_in_background(READERS.get(reader, ())
+                          + FAMILIES[FAMILY.get(args.algorithm, "manifold")])
     from ..models import artifact  # noqa: F401
 
     est = make_estimator(args)
