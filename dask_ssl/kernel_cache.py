@@ -60,8 +60,8 @@ _GRAPH = ("dask_ssl.graph._nndescent.duplicates", "dask_ssl.graph._nndescent.rng
           "dask_ssl.graph.precond")
 _END = ("dask_ssl.workflow.outputs",)
 FAMILIES = {
-    "linear": _LINEAR + ("dask_ssl.models.da", "dask_ssl.kernels.blocks") + _END,
-    "kernel": _LINEAR + ("dask_ssl.kernels.blocks", "dask_ssl.models.da") + _END,
+    "linear": _LINEAR + ("dask_ssl.kernels.blocks",) + _END,
+    "kernel": _LINEAR + ("dask_ssl.kernels.blocks",) + _END,
     "graph": ("dask_ssl.linalg.distinct",) + _GRAPH + _LINEAR[1:] + _END,
     "manifold": ("dask_ssl.linalg.distinct",) + _GRAPH + _LINEAR[1:]
     + ("dask_ssl.kernels.blocks",) + _END,
@@ -159,9 +159,11 @@ def install_locator() -> bool:
 
 # ahead ---------------------------------------------------------------------------------------
 #: Every module with ``cache=True`` kernels, for ``dask-ssl compile`` and the signature list.
+#: Kernels of one algorithm only (deterministic annealing), beside its family's.
+ALGORITHM_MODULES = {"da": ("dask_ssl.models.da",), "kda": ("dask_ssl.models.da",)}
 ALL_MODULES = tuple(dict.fromkeys(
-    [m for group in (*READERS.values(), *FAMILIES.values()) for m in group]
-    + ["dask_ssl.data.generators"]))
+    [m for group in (*READERS.values(), *FAMILIES.values(), *ALGORITHM_MODULES.values())
+     for m in group] + ["dask_ssl.data.generators"]))
 
 
 def _dispatchers(module):

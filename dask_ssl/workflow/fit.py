@@ -223,7 +223,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     import distributed  # noqa: F401
 
     from ..data import svmlight  # noqa: F401
-    from ..kernel_cache import FAMILIES, READERS, compile_in_background
+    from ..kernel_cache import ALGORITHM_MODULES, FAMILIES, READERS, compile_in_background
 
     # The kernels of the reader and of the estimator's family compile (or load from the disk
     # cache) while the estimators are imported and the data read (the command's worker
@@ -231,6 +231,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     reader = (sources.file_section(args.data, args.format or "auto")["source"]
               if args.data else None)
     compile_in_background(READERS.get(reader, ())
+                          + ALGORITHM_MODULES.get(args.algorithm, ())
                           + FAMILIES[FAMILY.get(args.algorithm, "manifold")])
     from ..models import artifact  # noqa: F401
 
