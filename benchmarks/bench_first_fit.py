@@ -3,7 +3,7 @@ process, the first with no compiled kernels anywhere (as right after ``pip insta
 second finding what the first left behind.
 
     python benchmarks/bench_first_fit.py [--python VENV/bin/python] [--only svm,tsvm,...]
-                                         [--repeats 1] [--workdir DIR]
+                                         [--repeats 1] [--workdir DIR] [--compile-first]
 
 Before each first run the installed package's ``__pycache__`` folders are deleted (numba's
 in-tree cache, ``.nbi``/``.nbc``, and the byte code) and the pair gets a new, empty
@@ -111,6 +111,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "dask-ssl-first-fit"))
     ap.add_argument("--json", help="also write the runs here")
+    ap.add_argument("--compile-first", action="store_true",
+                    help="run `dask-ssl compile --family F` (timed) before the first fit, as "
+                         "after an install or in an image build")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -126,6 +129,21 @@ def main() -> None:
                    if k not in ("NUMBA_CACHE_DIR", "DASK_SSL_CACHE")}
             env["XDG_CACHE_HOME"] = str(home)
             forget_compiled(pkg)
+            if args.compile_first:
+                family = subprocess.run(
+                    [args.python, "-c", f"from dask_ssl.workflow.fit import FAMILY; "
+                                        f"print(FAMILY[{flags[1]!r}])"],
+                    capture_output=True, text=True, check=True).stdout.strip()
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                subprocess.run([str(Path(args.python).with_name("dask-ssl")), "compile",
+                                "--family", family], env=env, check=True,
+                               capture_output=True)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                print(f"{name:13s} dask-ssl compile --family {family}: "
+                      f"{time.perf_counter() - t0:.1f} s (CPU "
+                      f"{after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime:.1f})",
+                      flush=True)
             runs = [run_fit(args.python, files[where], flags, env, work) for _ in range(2)]
             shutil.rmtree(home)
             first, second = runs

@@ -11,7 +11,7 @@ import time
 
 from . import __version__
 from .cluster import close_owned
-from .kernel_cache import ALL_MODULES, FAMILIES, compile_ahead, kernel_dir
+from .kernel_cache import ALL_MODULES, FAMILIES, READERS, compile_ahead, kernel_dir
 from .workflow.fit import ALGORITHMS, cmd_fit, job_arguments, process_start
 from .workflow.outputs import write_outputs
 from .workflow.sources import FILE_FORMATS, file_section, load
@@ -55,8 +55,10 @@ def cmd_detach(args, argv: list[str]) -> int:
 def cmd_compile(args) -> int:
     """Compile (or load) the kernels of the chosen families into the kernel cache, so that
     the first fit of a new install, or of a container built with it, compiles nothing."""
-    modules = (ALL_MODULES if not args.family else
-               tuple(dict.fromkeys(m for f in args.family for m in FAMILIES[f])))
+    # the readers' kernels with any family: every fit reads
+    modules = (ALL_MODULES if not args.family else tuple(dict.fromkeys(
+        [m for reader in READERS.values() for m in reader]
+        + [m for f in args.family for m in FAMILIES[f]])))
     t0, c0 = time.perf_counter(), time.process_time()
     ready, compiled = compile_ahead(modules)
     print(f"dask-ssl: {ready} kernels ready ({compiled} compiled, {ready - compiled} from the "
@@ -211,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp = sub.add_parser("compile", help="compile the numba kernels ahead (after an install, "
                                           "in a container image), into the kernel cache")
     comp.add_argument("--family", choices=sorted(FAMILIES), action="append",
-                      help="only these estimator families' kernels (repeat; default: all)")
+                      help="only the readers' and these estimator families' kernels (repeat; "
+                           "default: all)")
     comp.set_defaults(func=cmd_compile)
     from .workflow.commands import register
     register(sub)

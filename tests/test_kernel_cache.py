@@ -105,7 +105,7 @@ def test_every_algorithm_has_a_family_of_kernels():
 #: package's cached kernels were compiled (not loaded) in it, and how many the fits themselves
 #: had to load or compile after the kernels were made ready ahead.
 FITS = textwrap.dedent("""
-    import json, sys
+    import json, os, sys
     from dask_ssl.cli import main
     from dask_ssl.kernel_cache import ALL_MODULES, compile_ahead, _dispatchers
     import importlib
@@ -117,6 +117,7 @@ FITS = textwrap.dedent("""
     ready, compiled_ahead = compile_ahead(ALL_MODULES)
     hits = sum(sum(fn._cache_hits.values()) for fn in kernels())
     data, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
     for algorithm, flags in json.loads(sys.argv[3]):
         assert main(["fit", "--workers", "2", "--data", data, "--algorithm", algorithm,
                      "--model-out", f"{out}/{algorithm}", "--outputs", f"{out}/{algorithm}.txt",
