@@ -14,14 +14,15 @@ from distributed import Client, LocalCluster, Nanny, Worker
 from distributed.system import MEMORY_LIMIT
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from .kernel_cache import load_imported_kernels
+from .kernel_cache import ALL_MODULES, compile_imported_kernels
 from .linalg.workers import live_workers
 
 log = logging.getLogger(__name__)
 
 #: Modules whose functions run on the workers. A fresh worker imports them (scikit-learn
-#: and SciPy with them: seconds on a busy host) and loads their compiled kernels when the
-#: first task needs them; :class:`WarmWorker` does it in the background as the worker starts.
+#: and SciPy with them: seconds on a busy host) and compiles or loads their kernels when the
+#: first task needs them; :class:`WarmWorker` does it as the worker starts (the kernels in
+#: the background), with every module that has kernels (:data:`~dask_ssl.kernel_cache.ALL_MODULES`).
 WORKER_MODULES = ("dask_ssl.solvers.mfn", "dask_ssl.models", "dask_ssl.data", "dask_ssl.graph")
 
 #: Where a started LocalCluster's dashboard listens when one is asked for (``dashboard=True``,
@@ -63,18 +64,21 @@ def default_workers() -> int:
 
 
 def warm_worker(modules=WORKER_MODULES) -> int:
-    """Import ``modules`` and load their cached kernels (and those of their submodules
-    already imported); return how many kernels were loaded."""
+    """Import ``modules`` and make their kernels (and those of every dask-ssl module imported
+    so far) ready: loaded from the disk cache, compiled and cached where it has none; return
+    how many kernels are ready."""
     for name in modules:
         importlib.import_module(name)
-    return load_imported_kernels()
+    return compile_imported_kernels()
 
 
 class WarmWorker(WorkerPlugin):
-    """Worker plugin: when a worker starts, import :data:`WORKER_MODULES`, then load their
-    compiled kernels in a background thread, so a run's first tasks find both done (a task
-    that needs a kernel still being loaded waits on numba's compiler lock, never loads it
-    twice).
+    """Worker plugin: when a worker starts, import :data:`WORKER_MODULES` and every module
+    with kernels, then compile their kernels (or load them from the worker's own disk cache)
+    in a background thread for the argument types the fits call
+    (:mod:`dask_ssl.kernel_cache`), so a run's first tasks find both done (a task that needs
+    a kernel still being compiled waits on numba's compiler lock, never compiles it twice).
+    A worker on a machine that shares no disk with the client compiles once, then loads.
 
     The imports run before the worker takes tasks, not in that thread: a task unpickled
     while another thread imports the same package can meet a circular import half done and
@@ -84,9 +88,9 @@ class WarmWorker(WorkerPlugin):
     name = "dask-ssl-warm"
 
     def setup(self, worker):
-        for name in WORKER_MODULES:
+        for name in WORKER_MODULES + ALL_MODULES:
             importlib.import_module(name)
-        threading.Thread(target=load_imported_kernels, name="dask-ssl-warm",
+        threading.Thread(target=compile_imported_kernels, name="dask-ssl-warm",
                          daemon=True).start()
 
 

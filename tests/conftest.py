@@ -22,8 +22,13 @@ logging.getLogger("distributed").setLevel(logging.WARNING)
 @pytest.fixture(scope="session", autouse=True)
 def _block_cache(tmp_path_factory):
     """Commands cache parsed svmlight blocks (``$DASK_SSL_CACHE``): keep the suite's entries,
-    and those of the subprocesses it starts, out of the user's ~/.cache."""
+    and those of the subprocesses it starts, out of the user's ~/.cache. The compiled kernels
+    stay where this process keeps them (the user's kernel cache), so that the subprocesses
+    load what it compiled and the next session finds them."""
+    from dask_ssl.cachedir import kernel_cache_dir
+
     mp = pytest.MonkeyPatch()
+    mp.setenv("DASK_SSL_KERNEL_CACHE", kernel_cache_dir() or "off")
     mp.setenv("DASK_SSL_CACHE", str(tmp_path_factory.mktemp("dask-ssl-cache")))
     yield
     mp.undo()

@@ -176,6 +176,9 @@ def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
     assert launched - 0.05 <= started <= launched + 0.5
     assert wall < ended - launched
     assert doc["fit_seconds"] <= phases["fit"]
+    # CPU seconds of the same phases (the whole process's, worker threads included)
+    assert list(doc["phases_cpu"]) == list(phases)
+    assert all(v >= 0 for v in doc["phases_cpu"].values()) and doc["phases_cpu"]["imports"] > 0
     for name in phases:
         assert f"  {name}: done in" in done.stderr
 

@@ -59,7 +59,8 @@ def test_every_file_parses():
 def test_dockerfile_builds_what_the_services_run():
     text = (CLUSTER / "docker" / "Dockerfile").read_text()
     for line in ("COPY dask_ssl ./dask_ssl", "COPY workflows ./workflows",
-                 "RUN pip install /opt/dask-ssl", f"EXPOSE {SCHEDULER_PORT}"):
+                 "RUN pip install /opt/dask-ssl", "RUN dask-ssl compile",
+                 f"EXPOSE {SCHEDULER_PORT}"):
         assert line in text
     assert IMAGE in text  # the build command in the header names the image the services use
 

@@ -12,12 +12,13 @@ from .test_cli import write_problem
 
 #: ``model.json`` fields that may differ, and why:
 #: - ``created``, ``fit_seconds``: when the model was written, how long its fit took;
-#: - ``wall_seconds``, ``phases``: the command's timings, which ``fit`` alone records;
+#: - ``wall_seconds``, ``phases``, ``phases_cpu``: the command's timings, which ``fit`` alone
+#:   records;
 #: - ``workflow``, ``run_dir``, ``warm_started_from``: a run's bookkeeping (its name, its run
 #:   directory, the stored model it started from), which ``fit`` has no counterpart of.
 #: ``history`` is compared without each stage's ``seconds`` (a timing too).
-NOT_COMPARED = {"created", "fit_seconds", "wall_seconds", "phases", "workflow", "run_dir",
-                "warm_started_from"}
+NOT_COMPARED = {"created", "fit_seconds", "wall_seconds", "phases", "phases_cpu", "workflow",
+                "run_dir", "warm_started_from"}
 
 
 def comparable(doc: dict) -> dict:

@@ -1,4 +1,5 @@
-"""Worker start-up: cached numba kernels are loaded ahead of the first task that needs them."""
+"""Worker start-up: numba kernels are compiled, or loaded from the disk cache, ahead of the
+first task that needs them."""
 
 import logging
 import subprocess
@@ -9,12 +10,14 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 from dask_ssl.cluster import WarmWorker
+from dask_ssl.kernel_cache import compile_ahead
 from dask_ssl.linalg import kernels
 
 
 def test_fresh_process_loads_cached_kernels_without_calling_them():
-    # this process compiles (or loads) the kernel, which leaves it in numba's disk cache
+    # this process compiles (or loads) the kernels, which leaves them in the disk cache
     kernels.loss_sum(np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
+    compile_ahead(["dask_ssl.linalg.kernels"])
     code = textwrap.dedent("""
         from dask_ssl.cluster import warm_worker
         from dask_ssl.linalg import kernels
@@ -33,11 +36,11 @@ def test_fresh_process_loads_cached_kernels_without_calling_them():
 
 def test_background_load_of_named_modules_compiles_nothing():
     # what ``dask-ssl fit`` starts before its estimators are imported
-    kernels.loss_sum(np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3))
+    compile_ahead(["dask_ssl.linalg.kernels"])
     code = textwrap.dedent("""
         import sys
-        from dask_ssl.kernel_cache import load_in_background
-        load_in_background(["dask_ssl.linalg.kernels"]).join()
+        from dask_ssl.kernel_cache import compile_in_background
+        compile_in_background(["dask_ssl.linalg.kernels"]).join()
         kernels = sys.modules["dask_ssl.linalg.kernels"]
         print(len(kernels.loss_sum.signatures), sum(kernels.loss_sum._cache_misses.values()))
     """)

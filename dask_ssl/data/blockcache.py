@@ -25,19 +25,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ..cachedir import cache_dir  # noqa: F401 (where entries go; imported from here too)
+
 #: Bumped when the parser's output changes, so older entries are not used (2: where the first
 #: non-finite label or value is).
 FORMAT = 2
-_OFF = ("", "off", "0", "false", "no")
-
-
-def cache_dir() -> str | None:
-    """The cache directory this process would use (absolute), or None when turned off."""
-    env = os.environ.get("DASK_SSL_CACHE")
-    if env is not None:
-        return None if env.strip().lower() in _OFF else str(Path(env).expanduser().resolve())
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return str(Path(base).expanduser().resolve() / "dask-ssl")
 
 
 def _entry(root: str, path: str, start, end, n_features: int) -> Path:

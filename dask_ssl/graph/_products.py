@@ -9,6 +9,9 @@ generated for them (:func:`column_kernels`), at most :data:`WIDTH` at a time.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import os
+import sys
 
 import numpy as np
 from numba import njit, typeof
@@ -50,7 +53,16 @@ _ROW = """
 {total}
 """
 
+#: The generated module's head (its text must be the same in every process: it keys the cache).
+_HEADER = f"""from numba import njit
+
+CACHE = True
+_NO_REASSOC = set({sorted(_NO_REASSOC)!r})
+"""
+
 _ROWS = """
+
+@njit(nogil=True, fastmath=_NO_REASSOC, cache=CACHE)
 def rows(indptr, indices, data, d, v, out):
     for i in range(out.shape[0]):
 {row}
@@ -58,6 +70,8 @@ def rows(indptr, indices, data, d, v, out):
 """
 
 _FINISH = """
+
+@njit(nogil=True, fastmath=_NO_REASSOC, cache=CACHE)
 def finish(indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
 {zero}
     for i in range(q.shape[0]):
@@ -67,13 +81,50 @@ def finish(indptr, indices, data, d, v, gamma, a, pv, r, q, sums):
 """
 
 
+#: The generated kernels made so far in this process: {(start, stop): (rows, finish)}.
+GENERATED: dict = {}
+
+
+def _generated_namespace(start, stop, source: str) -> dict:
+    """Run the generated ``source``: from a file in the kernel cache directory when there is
+    one (so numba can cache what it compiles from it: a file, keyed with the text of this
+    module), else in memory (compiled again in every process)."""
+    from ..kernel_cache import kernel_dir
+
+    root = kernel_dir()
+    if root is not None:
+        try:
+            folder = os.path.join(root, "generated")
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, f"products_{start}_{stop}.py")
+            if not os.path.exists(path) or open(path).read() != source:
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w") as f:
+                    f.write(source)
+                os.replace(tmp, path)  # concurrent writers write the same text
+            name = f"dask_ssl_generated_products_{start}_{stop}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            # registered: numba finds a cached kernel's globals by its module's name
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            return vars(module)
+        except OSError:
+            pass
+    namespace = {}
+    exec(source.replace("CACHE = True", "CACHE = False", 1), namespace)
+    return namespace
+
+
 @functools.lru_cache(maxsize=None)
 def column_kernels(start, stop):
     """The kernels ``rows`` (:func:`apply_rows`) and ``finish`` (:func:`apply_finish`) for
     the columns ``start:stop``, generated with two accumulators per column.
 
     The columns are constants of the code: with a column offset passed in, numba's index
-    arithmetic kept LLVM from packing the loads of a row (4-5x slower).
+    arithmetic kept LLVM from packing the loads of a row (4-5x slower). The code is written
+    to a file in the kernel cache directory, so that its compilations are cached like the
+    other kernels' (2-3 s of CPU each for ``finish``, which a graph fit needs 2-4 of).
     """
     cols = range(start, stop)
     row = _ROW.format(
@@ -91,23 +142,50 @@ def column_kernels(start, stop):
     zero = "\n".join(f"    pq{t} = rq{t} = qq{t} = 0.0" for t in cols)
     total = "\n".join(f"    sums[0, {t}] = pq{t}\n    sums[1, {t}] = rq{t}\n    sums[2, {t}] = qq{t}"
                        for t in cols)
-    namespace = {}
-    exec(_ROWS.format(row=row, store="\n".join(f"        out[i, {t}] = a{t}" for t in cols)),
-         namespace)
-    exec(_FINISH.format(zero=zero, row=row, finish=finish, total=total), namespace)
-    jit = njit(nogil=True, fastmath=_NO_REASSOC)
-    return jit(namespace["rows"]), jit(namespace["finish"])
+    source = (_HEADER
+              + _ROWS.format(row=row, store="\n".join(f"        out[i, {t}] = a{t}" for t in cols))
+              + _FINISH.format(zero=zero, row=row, finish=finish, total=total))
+    namespace = _generated_namespace(start, stop, source)
+    GENERATED[start, stop] = namespace["rows"], namespace["finish"]
+    return GENERATED[start, stop]
 
 
-def _vectorized_call(kernel, *args):
-    """Call a generated kernel, compiled for these argument types with LLVM's SLP vectorizer.
+def compile_listed(qualname: str, signature) -> int:
+    """Compile (or load) the generated kernel ``rows[START:STOP]`` or ``finish[START:STOP]``
+    (as :func:`generated_kernels` names them) for ``signature``; return 1 if it was compiled,
+    0 if loaded or ready. (:mod:`dask_ssl.kernel_cache` compiles them ahead this way.)"""
+    name, _, cols = qualname.partition("[")
+    start, stop = (int(c) for c in cols.rstrip("]").split(":"))
+    kernel = dict(zip(("rows", "finish"), column_kernels(start, stop)))[name]
+    misses = sum(kernel._cache_misses.values())
+    _vectorized_compile(kernel, tuple(signature))
+    return sum(kernel._cache_misses.values()) - misses
+
+
+def generated_kernels() -> list:
+    """(name, kernel) of the generated kernels made in this process or whose code is in the
+    kernel cache directory (so that their cached signatures can be listed)."""
+    from ..kernel_cache import kernel_dir
+
+    root = kernel_dir()
+    folder = os.path.join(root, "generated") if root else None
+    if folder and os.path.isdir(folder):
+        for file in os.listdir(folder):
+            if file.startswith("products_") and file.endswith(".py"):
+                start, stop = (int(c) for c in file[len("products_"):-3].split("_"))
+                column_kernels(start, stop)
+    return [(f"{k.py_func.__name__}[{start}:{stop}]", k)
+            for (start, stop), pair in sorted(GENERATED.items()) for k in pair]
+
+
+def _vectorized_compile(kernel, signature):
+    """Compile ``kernel`` for ``signature`` with LLVM's SLP vectorizer.
 
     numba switches that vectorizer off for all code (it miscompiled some programs, numba
     PR 8852); these kernels need it to pack their accumulators (1.4-1.8x on 4-8 columns) and
     are checked against dense products in the tests. The compiler lock keeps the switch from
     reaching any other compilation.
     """
-    signature = tuple(typeof(a) for a in args)
     if signature not in kernel.overloads:
         with global_compiler_lock:
             saved, config.SLP_VECTORIZE = config.SLP_VECTORIZE, 1
@@ -115,6 +193,12 @@ def _vectorized_call(kernel, *args):
                 kernel.compile(signature)
             finally:
                 config.SLP_VECTORIZE = saved
+
+
+def _vectorized_call(kernel, *args):
+    """Call a generated kernel, compiled for these argument types with LLVM's SLP vectorizer
+    (:func:`_vectorized_compile`)."""
+    _vectorized_compile(kernel, tuple(typeof(a) for a in args))
     return kernel(*args)
 
 

@@ -8,7 +8,8 @@ reader, one estimator builder, one split). Only the outputs differ: the model di
 report.
 
 The phases are reported on standard error as they end, and in ``model.json`` as ``phases``
-(seconds per phase) and ``wall_seconds``:
+(seconds per phase), ``phases_cpu`` (CPU seconds, user + system, of the whole process, worker
+threads included) and ``wall_seconds``:
 
 ``imports``
     From the start of the process (when ``dask-ssl`` is the program; else from the call) to
@@ -63,10 +64,14 @@ NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
 FEATURE_MAP_FLAGS = ("n_components", "landmarks")
 JOB_FILE = "job.json"
-#: Modules whose compiled kernels ``fit`` loads ahead: the svmlight reader's and those of the
-#: L2-SVM-MFN steps that every linear estimator (and the Nystrom and Laplacian ones) runs.
-PRELOADED_KERNELS = ("dask_ssl.data._numbers", "dask_ssl.data.svmlight",
-                     "dask_ssl.linalg.kernels", "dask_ssl.linalg.distinct")
+#: The kernel family (:data:`dask_ssl.kernel_cache.FAMILIES`) each algorithm's fit calls: its
+#: kernels are compiled (or loaded from the disk cache) ahead, while the command imports and
+#: reads.
+FAMILY = {"rls": "linear", "svm": "linear", "tsvm": "linear", "da": "linear", "bb": "linear",
+          "kda": "kernel", "corls": "kernel", "transduction": "graph",
+          "laprls": "manifold", "lapsvm": "manifold", "linlaprls": "manifold",
+          "linlapsvm": "manifold", "colaprls": "manifold", "colapsvm": "manifold",
+          "comr": "manifold"}
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
 _NOT_FLAGS = ("func", "detach", "started", "old_gamma")
 
@@ -193,13 +198,15 @@ class FitSteps(Steps):
         out = self.doc["outputs"]
         progress = self.progress
         progress.say("  write ...")
-        t_write = time.perf_counter()
+        t_write, c_write = time.perf_counter(), time.process_time()
         if out["outputs"]:
             write_outputs(out["outputs"], final["train_scores"])
         metrics, extra = self.model_fields(data, final)
         progress.timings["write"] = time.perf_counter() - t_write
+        progress.cpu_timings["write"] = time.process_time() - c_write
         extra["wall_seconds"] = round(time.time() - started, 4)
         extra["phases"] = {k: round(v, 4) for k, v in progress.timings.items()}
+        extra["phases_cpu"] = {k: round(v, 4) for k, v in progress.cpu_timings.items()}
         save_model(final["estimator"], out["model_out"], metrics=metrics, extra=extra)
         progress.say(f"  write: done in {time.perf_counter() - t_write:.1f} s")
 
@@ -216,12 +223,16 @@ def cmd_fit(args, *, resume: bool = False) -> int:
     import distributed  # noqa: F401
 
     from ..data import svmlight  # noqa: F401
-    from ..kernel_cache import load_in_background
+    from ..kernel_cache import ALGORITHM_MODULES, FAMILIES, READERS, compile_in_background
 
-    # The kernels of reading and of the linear solvers load while the estimators are imported
-    # and the data read (the command's worker threads share them), not on their first call
-    # inside the fit.
-    load_in_background(PRELOADED_KERNELS)
+    # The kernels of the reader and of the estimator's family compile (or load from the disk
+    # cache) while the estimators are imported and the data read (the command's worker
+    # threads share them), not on their first call inside the fit.
+    reader = (sources.file_section(args.data, args.format or "auto")["source"]
+              if args.data else None)
+    compile_in_background(READERS.get(reader, ())
+                          + ALGORITHM_MODULES.get(args.algorithm, ())
+                          + FAMILIES[FAMILY.get(args.algorithm, "manifold")])
     from ..models import artifact  # noqa: F401
 
     est = make_estimator(args)
@@ -231,6 +242,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
         ckpt.mkdir(parents=True, exist_ok=True)
         (ckpt / JOB_FILE).write_text(json.dumps(job_arguments(args), indent=2))
     progress.timings["imports"] = time.time() - started
+    progress.cpu_timings["imports"] = time.process_time()
     progress.say(f"  imports: done in {progress.timings['imports']:.1f} s")
     with progress.phase("cluster"):
         client = connect(args)

@@ -30,6 +30,9 @@ class Progress:
         self.on_change = on_change
         self.every = every
         self.timings: dict[str, float] = {}
+        #: CPU seconds (user + system) of this whole process per phase: its worker threads'
+        #: included, and far less sensitive than ``timings`` to other work on the host.
+        self.cpu_timings: dict[str, float] = {}
 
     def _live(self) -> bool:
         return self.stream is not None and getattr(self.stream, "isatty", lambda: False)()
@@ -42,6 +45,7 @@ class Progress:
     def phase(self, name: str, counter=None, unit: str = ""):
         """Time the ``with`` body as phase ``name``; ``counter()`` gives a live figure."""
         t0 = time.perf_counter()
+        c0 = time.process_time()
         stop = threading.Event()
 
         def detail() -> str:
@@ -68,6 +72,8 @@ class Progress:
             stop.set()
             thread.join()
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+            self.cpu_timings[name] = (self.cpu_timings.get(name, 0.0)
+                                      + time.process_time() - c0)
             end = f"  {name}: done in {detail()}"
             if self._live():
                 self.stream.write("\r" + end + "   \n")

@@ -17,10 +17,10 @@ Every kernel is compiled with ``cache=True`` and is small: the set compiles once
 later worker process loads it from disk. (pynndescent's own build recompiles its closures in
 every process, which dominated the test suite and every fresh worker.)
 
-numba checks a cached kernel only against its own file: a kernel compiled with a function of
-another module keeps the copy it was compiled with. After editing a module here, clear the
-cache (``__pycache__/*.nbi`` and ``*.nbc`` beside these files, or ``NUMBA_CACHE_DIR``) so that
-the kernels of the modules importing it compile again.
+numba checks a cached kernel only against its own file, while a kernel compiled with a function
+of another module keeps the copy it was compiled with: the cache directory is therefore keyed by
+the text of every kernel module of the package (:mod:`dask_ssl.kernel_cache`), so editing any
+module here compiles all of them anew.
 """
 
 from .descent import brute_force, init_from_leaves, init_random, nn_descent
