@@ -27,7 +27,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.linalg import lu_factor, lu_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
@@ -71,6 +70,30 @@ _OVERRIDES = dict(n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO], n_components=[COUN
 
 def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
     return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
+
+
+def expansion_scores(est, X, points):
+    """``sum_i alpha_i K(x_i, x) + b`` of the fitted kernel expansion ``est`` over ``points``
+    on the rows ``X`` (checked here): row blocks on their workers, anything else on the
+    driver. Shape (m,) for two classes, (m, n_classes) otherwise."""
+    args = (points, est.dual_coef_, est.intercept_, est.kernel, est.kernel_params_)
+    if isinstance(X, RowBlocks):
+        # as tasks, not direct calls: after the fit's kNN search a direct call to the cached
+        # owner intermittently found block 0 gone (StateLost in test_cli, cause not pinned
+        # down); a task fetches the block from wherever it is
+        S = np.concatenate(X.map(_block_decision, *args))
+    else:
+        if not is_dask_array(X):
+            # scikit-learn's check of the feature count (and names), with its message
+            X = validate_data(est, X, reset=False, accept_sparse="csr", dtype=np.float64,
+                              ensure_all_finite=False)
+        X = gather_rows(X)
+        check_finite_local(X)
+        if X.shape[1] != est.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features; the model expects "
+                             f"{est.n_features_in_}")
+        S = _block_decision(0, X, *args)
+    return S[:, 0] if S.shape[1] == 1 else S
 
 
 class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, ClassifierMixin,
@@ -448,25 +471,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         """``f(x) = sum_i alpha_i K(x_i, x) + b`` per class column: shape (m,) for two classes
         (positive = ``classes_[1]``), (m, n_classes) otherwise."""
         check_is_fitted(self, "dual_coef_")
-        args = (self.expansion_points_, self.dual_coef_, self.intercept_, self.kernel,
-                self.kernel_params_)
-        if isinstance(X, RowBlocks):
-            # as tasks, not direct calls: after the fit's kNN search a direct call to the cached
-            # owner intermittently found block 0 gone (StateLost in test_cli, cause not pinned
-            # down); a task fetches the block from wherever it is
-            S = np.concatenate(X.map(_block_decision, *args))
-        else:
-            if not is_dask_array(X):
-                # scikit-learn's check of the feature count (and names), with its message
-                X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
-                                  ensure_all_finite=False)
-            X = gather_rows(X)
-            check_finite_local(X)
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {X.shape[1]} features; the model expects "
-                                 f"{self.n_features_in_}")
-            S = _block_decision(0, X, *args)
-        return S[:, 0] if S.shape[1] == 1 else S
+        return expansion_scores(self, X, self.expansion_points_)
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
@@ -33,8 +33,6 @@ from ..graph.dense import regularizer_matrix
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
-from ..linalg import RowBlocks
-from ..linalg.rowblocks import is_dask_array
 from ..solvers import sparse as solve
 from ._clone import SharesClient
 from ._constraints import constraints, validate
@@ -47,7 +45,7 @@ from ._rbf_width import default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
-from .manifold import AUTO_GAMMA_I, _block_decision, _squeeze
+from .manifold import AUTO_GAMMA_I, _squeeze, expansion_scores
 
 BASES = ("greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled")
@@ -424,21 +422,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         evaluations a row): shape (m,) for two classes (positive ``classes_[1]``),
         (m, n_classes) otherwise."""
         check_is_fitted(self, "dual_coef_")
-        args = (self.basis_points_, self.dual_coef_, self.intercept_, self.kernel,
-                self.kernel_params_)
-        if isinstance(X, RowBlocks):
-            S = np.concatenate(X.map(_block_decision, *args))
-        else:
-            if not is_dask_array(X):
-                X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64,
-                                  ensure_all_finite=False)
-            X = gather_rows(X)
-            check_finite_local(X)
-            if X.shape[1] != self.n_features_in_:
-                raise ValueError(f"X has {X.shape[1]} features; the model expects "
-                                 f"{self.n_features_in_}")
-            S = _block_decision(0, X, *args)
-        return S[:, 0] if S.shape[1] == 1 else S
+        return expansion_scores(self, X, self.basis_points_)
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:

@@ -98,3 +98,20 @@ def labels_of(classes, scores):
 def squeeze_columns(S):
     """One score column as a 1-D array (two classes), several as they are."""
     return S[:, 0] if S.shape[1] == 1 else S
+
+
+class CombinedViews:
+    """Mixin of the estimators with a learner per view: their prediction combines the views'
+    scores (``combine_``) from ``view_decision_functions``."""
+
+    def decision_function(self, Xs):
+        """The prediction's scores (``combine``): shape (m,) for two classes (positive
+        ``classes_[1]``), (m, n_classes) otherwise."""
+        return combined(self.view_decision_functions(Xs), self.combine_)
+
+    def predict(self, Xs):
+        return labels_of(self.classes_, self.decision_function(Xs))
+
+    def _labels_from_scores(self, scores):
+        """Classes from :meth:`decision_function`'s scores (what the workflow metrics read)."""
+        return labels_of(self.classes_, scores)

@@ -57,7 +57,8 @@ from ..models._pickle import PicklesWithoutGraph
 from ..models.linear_manifold import LinearLapRLS, LinearLapSVM
 from ..models.manifold import SOLVERS, LapRLS, LapSVM
 from . import _serving
-from ._per_view import PER_VIEW, check_combine, combined, fit_labels, labels_of, per_view
+from ._per_view import (PER_VIEW, CombinedViews, check_combine, combined, fit_labels,
+                        labels_of, per_view)
 from .blocks import as_multiview
 from .views import Views, check_views, views_at_predict
 
@@ -105,7 +106,8 @@ def multiview_graph(graphs: list, weights, *, client, n_blocks=None) -> Graph:
     return Graph.from_scipy(W, client=client, n_blocks=n_blocks)
 
 
-class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstimator):
+class _CoLaplacian(SharesClient, PicklesWithoutGraph, CombinedViews, ClassifierMixin,
+                   BaseEstimator):
     """Shared fit / predict of CoLapRLS and CoLapSVM (see the subclasses)."""
 
     _LEARNER = LapRLS
@@ -284,18 +286,6 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, ClassifierMixin, BaseEstim
         else:
             arrays = views_at_predict(Xs, self.view_names_, self.view_features_).arrays
         return [est.decision_function(X) for est, X in zip(self.estimators_, arrays)]
-
-    def decision_function(self, Xs):
-        """The prediction's scores (``combine``): shape (m,) for two classes (positive
-        ``classes_[1]``), (m, n_classes) otherwise."""
-        return combined(self.view_decision_functions(Xs), self.combine_)
-
-    def predict(self, Xs):
-        return labels_of(self.classes_, self.decision_function(Xs))
-
-    def _labels_from_scores(self, scores):
-        """Classes from :meth:`decision_function`'s scores (what the workflow metrics read)."""
-        return labels_of(self.classes_, scores)
 
     # checks before any data, and the model directory (see dask_ssl.multiview._serving) -----
     def _check_params(self) -> None:

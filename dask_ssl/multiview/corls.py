@@ -53,8 +53,8 @@ from ..models.base import GRAM_MAX_FEATURES
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from . import _serving
-from ._per_view import (PER_VIEW, check_combine, combined, fit_labels, kernels_per_view,
-                        labels_of, positive_per_view, squeeze_columns)
+from ._per_view import (PER_VIEW, CombinedViews, check_combine, combined, fit_labels,
+                        kernels_per_view, labels_of, positive_per_view, squeeze_columns)
 from .blocks import MultiViewBlocks, as_multiview
 from .views import Views, check_views, views_at_predict
 
@@ -209,7 +209,7 @@ AUTO_COUPLING = (0.0, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4)
 #: data sets above.
 UNCHECKED_COUPLING = 1.0
 
-class CoRLS(SharesClient, ClassifierMixin, BaseEstimator):
+class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
     """Co-regularized least squares on two or more views (thesis 4.3; Rosenberg ch. 2),
     multi-class one-vs-rest.
 
@@ -563,18 +563,6 @@ class CoRLS(SharesClient, ClassifierMixin, BaseEstimator):
         views = views_at_predict(Xs, self.view_names_, self.view_features_)
         return [squeeze_columns(_view_scores(0, X, *setting))
                 for X, setting in zip(views.arrays, settings)]
-
-    def decision_function(self, Xs):
-        """The prediction's scores (``combine``): shape (m,) for two classes (positive
-        ``classes_[1]``), (m, n_classes) otherwise."""
-        return combined(self.view_decision_functions(Xs), self.combine_)
-
-    def predict(self, Xs):
-        return labels_of(self.classes_, self.decision_function(Xs))
-
-    def _labels_from_scores(self, scores):
-        """Classes from :meth:`decision_function`'s scores (what the workflow metrics read)."""
-        return labels_of(self.classes_, scores)
 
     # checks before any data, and the model directory (see dask_ssl.multiview._serving) -----
     def _check_params(self) -> None:
