@@ -288,7 +288,8 @@ def _search_index(index, Q, k, epsilon, offset, seed, budget=0, qnbr=None, cap=0
         qnbr = np.empty((nq, 0), dtype=np.int64)
     ind, dst = nnd.search(index.rows, index.n, index.adj_ptr, index.adj_ind, left, right, pa,
                           pb, start, stop, perm, Q, nq, qnbr, k, slack,
-                          _METRIC_CODE[index.metric], seed, int(budget), int(cap), PLATEAU)
+                          _METRIC_CODE[index.metric], seed, int(budget), int(cap), PLATEAU,
+                          np.zeros(0, np.int64))
     return _global_rows(index, ind, dst, offset)
 
 
