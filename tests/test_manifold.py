@@ -22,8 +22,8 @@ from dask_ssl.models.artifact import load_model, save_model
 KP = {"gamma": 0.5}
 
 
-def small_problem(client, n=80, n_labeled=10, seed=0, n_classes=2):
-    X, _ = two_moons(n=n, noise=0.1, seed=seed)
+def small_problem(client, n=80, n_labeled=10, seed=0, n_classes=2, noise=0.1):
+    X, _ = two_moons(n=n, noise=noise, seed=seed)
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, n_classes, n) if n_classes > 2 else (X[:, 1] > 0.25).astype(int)
     y = np.full(n, -1)

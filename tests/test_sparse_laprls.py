@@ -3,10 +3,8 @@ method against dense solves, LapRLS and GraphTransduction."""
 
 import numpy as np
 import pytest
-from sklearn.neighbors import kneighbors_graph
 
 from dask_ssl.data.generators import g50c, two_moons
-from dask_ssl.graph import Graph
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
 from dask_ssl.models import sparse as sparse_module
@@ -15,20 +13,14 @@ from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.solvers import sparse as solve
 
+from .test_manifold import small_problem
+
 KP = {"gamma": 4.0}
 
 
 def problem(client, n=40, n_labeled=6, seed=0, n_classes=2, noise=0.1):
-    X, _ = two_moons(n=n, noise=noise, seed=seed)
-    rng = np.random.default_rng(seed)
-    truth = rng.integers(0, n_classes, n) if n_classes > 2 else (X[:, 1] > 0.25).astype(int)
-    y = np.full(n, -1)
-    lab = rng.choice(n, n_labeled, replace=False)
-    y[lab] = truth[lab]
-    y[lab[:n_classes]] = np.arange(n_classes)
-    W = kneighbors_graph(X, 6, mode="connectivity", include_self=False)
-    W = W.maximum(W.T)
-    return X, y, Graph.from_scipy(W, client=client, n_blocks=2)
+    X, y, _, graph = small_problem(client, n, n_labeled, seed, n_classes, noise=noise)
+    return X, y, graph
 
 
 def test_greedy_with_every_row_is_full_laprls(client):

@@ -96,6 +96,41 @@ def expansion_scores(est, X, points):
     return S[:, 0] if S.shape[1] == 1 else S
 
 
+def expansion_info(est) -> dict:
+    """The ``model.json`` fields of a fitted kernel expansion on a graph (LapRLS, LapSVM,
+    SparseLapRLS); a callable kernel is refused, since models are stored without pickle."""
+    if callable(est.kernel):
+        raise ValueError("a model with a callable kernel cannot be saved (models are stored "
+                         "without pickle); use a kernel by name")
+    obj = np.asarray(est.objective_)
+    return {"n_features": int(est.n_features_in_),
+            "data_shape": [int(v) for v in est.data_shape_],
+            "n_labeled": int(est.n_labeled_), "classes": est.classes_.tolist(),
+            "objective": obj.tolist() if obj.ndim else float(obj),
+            "n_iter": np.asarray(est.n_iter_).tolist(),
+            "fit_seconds": float(est.fit_seconds_), "history": est.history_,
+            "kernel_params_": est.kernel_params_,
+            "gamma_I_effective": float(est.gamma_I_effective_),
+            "n_neighbors_": est.n_neighbors_, "p_": int(est.p_),
+            "gamma_I_": float(est.gamma_I_), "selection_": est.selection_}
+
+
+def restore_expansion_info(est, doc: dict) -> None:
+    """Set the attributes :func:`expansion_info` stored (but ``gamma_I_``, whose fallback for
+    old documents is the estimator's)."""
+    est.kernel_params_ = doc["kernel_params_"]
+    est.gamma_I_effective_ = doc["gamma_I_effective"]
+    est.n_neighbors_, est.p_ = doc["n_neighbors_"], doc["p_"]
+    est.selection_ = doc.get("selection_", [])
+    est.n_features_in_ = doc["n_features"]
+    est.data_shape_ = tuple(doc["data_shape"])
+    est.n_labeled_ = doc["n_labeled"]
+    est.objective_ = _squeeze(np.asarray(doc["objective"]))
+    est.n_iter_ = doc["n_iter"]
+    est.fit_seconds_ = doc["fit_seconds"]
+    est.history_ = doc.get("history", [])
+
+
 class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, ClassifierMixin,
                           BaseEstimator):
     """Shared fit / predict / persistence of LapRLS and LapSVM (see the subclasses)."""
@@ -475,21 +510,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
-        if callable(self.kernel):
-            raise ValueError("a model with a callable kernel cannot be saved (models are stored "
-                             "without pickle); use a kernel by name")
-        obj = np.asarray(self.objective_)
-        return {"n_features": int(self.n_features_in_),
-                "data_shape": [int(v) for v in self.data_shape_],
-                "n_labeled": int(self.n_labeled_), "classes": self.classes_.tolist(),
-                "objective": obj.tolist() if obj.ndim else float(obj),
-                "n_iter": np.asarray(self.n_iter_).tolist(),
-                "fit_seconds": float(self.fit_seconds_), "history": self.history_,
-                "kernel_params_": self.kernel_params_,
-                "gamma_I_effective": float(self.gamma_I_effective_),
-                "n_neighbors_": self.n_neighbors_, "p_": int(self.p_),
-                "graph_name_": getattr(self, "graph_name_", None),
-                "gamma_I_": float(self.gamma_I_), "selection_": self.selection_}
+        return {**expansion_info(self), "graph_name_": getattr(self, "graph_name_", None)}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -505,20 +526,10 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.dual_coef_ = arrays["dual_coef"]
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
-        self.kernel_params_ = doc["kernel_params_"]
-        self.gamma_I_effective_ = doc["gamma_I_effective"]
-        self.n_neighbors_, self.p_ = doc["n_neighbors_"], doc["p_"]
+        restore_expansion_info(self, doc)
         self.graph_name_ = doc.get("graph_name_")
         # models stored before gamma_I was chosen used the gamma_I they were given
         self.gamma_I_ = doc.get("gamma_I_", doc["params"]["gamma_I"])
-        self.selection_ = doc.get("selection_", [])
-        self.n_features_in_ = doc["n_features"]
-        self.data_shape_ = tuple(doc["data_shape"])
-        self.n_labeled_ = doc["n_labeled"]
-        self.objective_ = _squeeze(np.asarray(doc["objective"]))
-        self.n_iter_ = doc["n_iter"]
-        self.fit_seconds_ = doc["fit_seconds"]
-        self.history_ = doc.get("history", [])
 
 
 def _check_named_graphs(graphs: dict, n_rows: int) -> None:

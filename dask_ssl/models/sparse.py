@@ -45,7 +45,8 @@ from ._rbf_width import default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
-from .manifold import AUTO_GAMMA_I, _squeeze, expansion_scores
+from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
+                       restore_expansion_info)
 
 BASES = ("greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled")
@@ -426,20 +427,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
 
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
-        if callable(self.kernel):
-            raise ValueError("a model with a callable kernel cannot be saved (models are stored "
-                             "without pickle); use a kernel by name")
-        obj = np.asarray(self.objective_)
-        return {"n_features": int(self.n_features_in_),
-                "data_shape": [int(v) for v in self.data_shape_],
-                "n_labeled": int(self.n_labeled_), "classes": self.classes_.tolist(),
-                "objective": obj.tolist() if obj.ndim else float(obj),
-                "n_iter": int(self.n_iter_), "fit_seconds": float(self.fit_seconds_),
-                "history": self.history_, "kernel_params_": self.kernel_params_,
-                "n_basis_": int(self.n_basis_), "gamma_I_": float(self.gamma_I_),
-                "gamma_I_effective": float(self.gamma_I_effective_),
-                "gamma_S_": self.gamma_S_, "n_neighbors_": self.n_neighbors_,
-                "p_": int(self.p_), "selection_": self.selection_}
+        return {**expansion_info(self), "n_basis_": int(self.n_basis_),
+                "gamma_S_": self.gamma_S_}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -453,18 +442,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.dual_coef_ = arrays["dual_coef"]
         self.intercept_ = arrays["intercept"]
         self.classes_ = arrays["classes"]
-        self.kernel_params_ = doc["kernel_params_"]
+        restore_expansion_info(self, doc)
         self.n_basis_ = doc["n_basis_"]
         self.gamma_I_ = doc["gamma_I_"]
-        self.gamma_I_effective_ = doc["gamma_I_effective"]
         self.gamma_S_ = doc["gamma_S_"]
-        self.n_neighbors_, self.p_ = doc["n_neighbors_"], doc["p_"]
-        self.selection_ = doc.get("selection_", [])
-        self.n_features_in_ = doc["n_features"]
-        self.data_shape_ = tuple(doc["data_shape"])
-        self.n_labeled_ = doc["n_labeled"]
-        self.objective_ = _squeeze(np.asarray(doc["objective"]))
-        self.n_iter_ = doc["n_iter"]
-        self.fit_seconds_ = doc["fit_seconds"]
-        self.history_ = doc.get("history", [])
         self.graph_scores_ = None
