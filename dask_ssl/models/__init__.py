@@ -3,6 +3,7 @@
 from ._sklearn_checks import expected_failed_checks
 from .branch_bound import BranchAndBoundS3VM, NodeLimitError
 from .da import DAS3VM
+from .eigenfunction import SparseEigenfunctionClassifier
 from .graph_transduction import GraphTransduction
 from .kernel_da import KernelDAS3VM
 from .l2svm import L2SVM
@@ -23,8 +24,11 @@ ESTIMATORS.update({cls.__name__: cls for cls in (KernelDAS3VM, BranchAndBoundS3V
 ESTIMATORS[GraphTransduction.__name__] = GraphTransduction
 # sparse models: the basis rows and their coefficients
 ESTIMATORS[SparseLapRLS.__name__] = SparseLapRLS
+# sparse eigenfunction bases: the expansion points (all rows or the landmarks) and W
+ESTIMATORS[SparseEigenfunctionClassifier.__name__] = SparseEigenfunctionClassifier
 
 __all__ = ["BranchAndBoundS3VM", "ClassDependentLapRLS", "DAS3VM", "ESTIMATORS",
            "GraphTransduction", "KernelDAS3VM", "L2SVM", "LapRLS", "LapSVM", "LinearLapRLS",
-           "LinearLapSVM", "NodeLimitError", "RLS", "RegularizedSpectralClustering", "SparseLapRLS", "TSVM",
+           "LinearLapSVM", "NodeLimitError", "RLS", "RegularizedSpectralClustering",
+           "SparseEigenfunctionClassifier", "SparseLapRLS", "TSVM",
            "expected_failed_checks"]

@@ -79,6 +79,8 @@ SHARED = {
     "method": [StrOptions({"laprls", "slack", "decoupled"})],  # the objective on the basis
     "kappa": [COUNT],  # greedy candidates a step
     "nu": [POSITIVE],  # slack coupling
+    "gamma_S": [NON_NEGATIVE],  # l1 weight of a sparse fit
+    "sign_tol": [Interval(Real, 0, 1, closed="both")],  # the no-sign-change filter (eps)
     # solvers
     "tol": [POSITIVE],
     "max_iter": [COUNT],

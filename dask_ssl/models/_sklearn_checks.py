@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .branch_bound import BranchAndBoundS3VM
 from .da import DAS3VM
+from .eigenfunction import SparseEigenfunctionClassifier
 from .graph_transduction import GraphTransduction
 from .kernel_da import KernelDAS3VM
 from .linear_manifold import LinearLapRLS, LinearLapSVM
@@ -24,11 +25,20 @@ _MINUS_ONE_IS_UNLABELED = (
     "LabelSpreading, SelfTrainingClassifier) from those labels by name")
 
 _SEMI_SUPERVISED = (TSVM, DAS3VM, KernelDAS3VM, BranchAndBoundS3VM, GraphTransduction, LapRLS,
-                    LapSVM, LinearLapRLS, LinearLapSVM, SparseLapRLS)
+                    LapSVM, LinearLapRLS, LinearLapSVM, SparseLapRLS,
+                    SparseEigenfunctionClassifier)
+
+_BASIS_WITHOUT_LABELS = (
+    "the basis is chosen from the rows alone (the kernel matrix's eigenvectors without sign "
+    "change, Sinha and Belkin's cluster assumption); the check's blobs overlap, so no such "
+    "eigenvector separates two of its classes and the training accuracy stays near 0.8 "
+    "whatever the labels say")
 
 #: Expected failures by estimator class (check name -> reason); classes not here fail none.
 EXPECTED_FAILED_CHECKS: dict[type, dict[str, str]] = {
     cls: {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED} for cls in _SEMI_SUPERVISED}
+EXPECTED_FAILED_CHECKS[SparseEigenfunctionClassifier]["check_classifiers_train"] = (
+    _BASIS_WITHOUT_LABELS)
 
 
 def expected_failed_checks(estimator) -> dict[str, str]:
