@@ -7,4 +7,6 @@ results.
 - :mod:`.primal`: the primal LapRLS / LapSVM on kernel row blocks on the workers.
 - :mod:`.dense`: LapRLS / LapSVM solved dense on the driver.
 - :mod:`.graph`: the graph transduction system by block CG on the workers.
+- :mod:`.eigenfunction`: sparse eigenfunction bases (the kernel matrix's eigenvectors, exact or
+  from Nystrom features on the workers, the no-sign-change filter, the Lasso).
 """

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.linear_model import Lasso
 
+from ..kernels.nystrom import NystromFeatures
 from ..linalg import RowBlocks
 
 
@@ -82,8 +83,6 @@ def nystrom_eigenbasis(Z: RowBlocks, normalization: np.ndarray, rows: np.ndarray
     """The eigenbasis of ``Z Z^T`` from Nystrom feature blocks ``Z`` (``n x r``, on the
     workers), ``normalization`` the map's ``K_mm^-1/2`` (``m x r``): the expansion points are
     the ``m`` landmarks. Two round trips, and one to fetch the labeled rows ``rows``."""
-    from ..kernels.nystrom import NystromFeatures
-
     n = Z.n_rows
     G = sum(Z.call(_gram, combine=sum))
     values, W = _descending(*scipy.linalg.eigh(0.5 * (G + G.T)), eig_tol)
