@@ -96,6 +96,8 @@ def run(name, X, truth, n_labeled, n_draws, seb_params, client, laprls_draws) ->
     print(f"\n{name}, l = {n_labeled}, {n_draws} draws: accuracy % on the unlabeled rows "
           f"(mean +- sd), driver CPU s; LapRLS on the first {min(laprls_draws, n_draws)}")
     for method, values in acc.items():
+        if not values:
+            continue
         extra = (f"  nnz {np.mean(nnz):.2f}  |N| {np.mean(size):.2f}"
                  if method == "SSL-SEB" else "")
         print(f"  {method:8s} {100 * np.mean(values):6.2f} +- {100 * np.std(values):5.2f}"
