@@ -6,7 +6,7 @@ import scipy.stats
 
 from dask_ssl.models._selection import (MIN_PER_CLASS, SelectionWarning, choose, enough_labels,
                                         fewer_errors_beyond_chance, level, noise_multiple,
-                                        table, warn_unchecked)
+                                        table, passed_tests, warn_unchecked)
 
 
 def _gains(wins, losses, n=40):
@@ -56,6 +56,8 @@ def test_fewer_errors_beyond_chance_pass_without_a_loss_gain():
     squared[1] += 0.1
     assert fewer_errors_beyond_chance(wrong[0], wrong[1])
     assert choose(wrong, squared) == 1
+    assert passed_tests(wrong, squared) == [None, ["errors"]]
+    assert table([{"g": 0}, {"g": 1}], wrong, squared, 1)[1]["passed"] == ["errors"]
     wrong[0, 2:4] = 0  # 2 against 0: P = 1/4, above the level
     assert not fewer_errors_beyond_chance(wrong[0], wrong[1])
     assert choose(wrong, squared) == 0
@@ -119,6 +121,11 @@ def test_table_marks_the_chosen_row_with_rates_and_standard_errors():
     assert rows[0]["errors"] == 2 and rows[0]["error"] == 0.5
     assert rows[1]["stderr"] == pytest.approx(np.sqrt(0.25 * 0.75 / 3))
     assert rows[1]["rho"] == 1.0 and rows[1]["squared"] == 1.0
+    # fewer errors, but by neither test beyond the noise: 2 discordant rows won of 3, a gain
+    # of 0.5 against its standard error of 0.5
+    assert rows[0]["passed"] is None and rows[1]["passed"] == []
+    assert table([{"rho": 0.0}, {"rho": 1.0}], wrong, np.ones((2, 4)), 0,
+                 supervised=1)[1]["passed"] is None
 
 
 def test_the_fewest_errors_among_the_candidates_that_beat_the_noise():

@@ -101,13 +101,25 @@ def choose(wrong, squared, *, supervised: int = 0) -> int:
     wrong = np.asarray(wrong, dtype=float)
     squared = np.asarray(squared, dtype=float)
     errors, residual = wrong.sum(axis=1), squared.sum(axis=1)
-    alternatives = len(wrong) - 1
+    passed = passed_tests(wrong, squared, supervised=supervised)
     eligible = [j for j in range(len(wrong)) if j == supervised
-                or (errors[j] < errors[supervised]
-                    and (not within_noise(squared[supervised] - squared[j], alternatives)
-                         or fewer_errors_beyond_chance(wrong[supervised], wrong[j],
-                                                       alternatives)))]
+                or (errors[j] < errors[supervised] and passed[j])]
     return min(eligible, key=lambda j: (errors[j], residual[j], j != supervised, j))
+
+
+def passed_tests(wrong, squared, *, supervised: int = 0) -> list:
+    """Per candidate, the paired tests against the supervised one that find it better beyond
+    the noise (module docstring): a list holding ``"loss"`` and / or ``"errors"``, None for
+    the supervised candidate itself. ``wrong``, ``squared``: as :func:`choose`'s."""
+    wrong = np.asarray(wrong, dtype=float)
+    squared = np.asarray(squared, dtype=float)
+    alternatives = len(wrong) - 1
+    return [None if j == supervised else
+            [name for name, ok in (
+                ("loss", not within_noise(squared[supervised] - squared[j], alternatives)),
+                ("errors", fewer_errors_beyond_chance(wrong[supervised], wrong[j],
+                                                      alternatives))) if ok]
+            for j in range(len(wrong))]
 
 
 def within_noise(gain, n_alternatives: int = 1) -> bool:
@@ -152,18 +164,21 @@ def noise_multiple(n_alternatives: int) -> float:
     return float(scipy.stats.norm.isf(level(n_alternatives)))
 
 
-def table(candidates: list, wrong, squared, chosen: int) -> list:
+def table(candidates: list, wrong, squared, chosen: int, *, supervised: int = 0) -> list:
     """``selection_``: per candidate its settings, held-out ``errors`` (count), ``error``
-    (rate), the rate's standard ``stderr``, the ``squared`` residual and whether it was
+    (rate), the rate's standard ``stderr``, the ``squared`` residual, the paired tests it
+    ``passed`` against the ``supervised`` candidate (:func:`passed_tests`) and whether it was
     ``chosen``."""
     wrong = np.asarray(wrong, dtype=float)
     n = wrong.shape[1]
+    passed = passed_tests(wrong, squared, supervised=supervised)
     rows = []
     for j, settings in enumerate(candidates):
         rate = float(wrong[j].mean()) if n else 0.0
         rows.append({**settings, "errors": int(wrong[j].sum()), "error": rate,
                      "stderr": float(np.sqrt(rate * (1.0 - rate) / max(n - 1, 1))),
-                     "squared": float(np.sum(squared[j])), "chosen": j == chosen})
+                     "squared": float(np.sum(squared[j])), "passed": passed[j],
+                     "chosen": j == chosen})
     return rows
 
 

@@ -278,8 +278,10 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             truth = truth_of(YL)
             wrong = np.array([truth_of(out) != truth for out in outputs])
             squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
-            best = choose(wrong, squared, supervised=list(gammas).index(0.0))
-            self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best)
+            supervised = list(gammas).index(0.0)
+            best = choose(wrong, squared, supervised=supervised)
+            self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best,
+                                    supervised=supervised)
             gammas = (gammas[best],)
         Mt, weight = penalty(gammas[0])
         sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,
