@@ -172,7 +172,8 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
         ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
-        None when nothing was selected (the solves of the fold priors' RLS count in the fit). Stored in ``model.json``.
+        None when nothing was selected (the fits of the fold priors' RLS count in the fit).
+        Stored in ``model.json``.
     class_weights_ : ndarray of shape (n_classes,)
         The weight of each class's scores in every decision, largest 1: with ``class_balance``
         the weights that give the unlabeled rows those shares, else ones.

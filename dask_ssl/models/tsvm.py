@@ -221,7 +221,8 @@ class TSVM(LinearS3VM):
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
         ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
-        None when nothing was selected, or when a resumed fit read its choice from the checkpoint. Stored in ``model.json``.
+        None when nothing was selected, or when a resumed fit read its choice from the
+        checkpoint. Stored in ``model.json``.
 
     Notes
     -----
