@@ -106,6 +106,9 @@ def test_tsvm_on_labels_that_ignore_the_clusters_is_l2svm(client, noise, monkeyp
     assert auto.selection_[0]["chosen"]
     np.testing.assert_array_equal(auto.predict(X), sup.predict(X))
     np.testing.assert_array_equal(auto.coef_, sup.coef_)
+    # the fold fits are distributed: the selection's round trips are counted beside the fit's
+    assert auto.selection_cost_["round_trips"] > 0 and auto.selection_cost_["fit_round_trips"] > 0
+    assert not hasattr(sup, "selection_cost_")
     # the real fit's folds: held-out rows are labeled ones, unlabeled rows stay unlabeled
     held = np.concatenate([h for _, h in calls])
     assert np.array_equal(np.sort(held), np.flatnonzero(yl >= 0))

@@ -495,12 +495,19 @@ def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls):
     auto = cls(gamma_A=1e-3, p=1, client=client, n_blocks=2).fit(X, y)
     assert auto.gamma_I_ in [r["gamma_I"] for r in auto.selection_]
     fixed = cls(gamma_A=1e-3, gamma_I=auto.gamma_I_, p=1, client=client, n_blocks=2).fit(X, y)
-    assert fixed.selection_ == []
+    assert fixed.selection_ == [] and fixed.selection_cost_ is None
     np.testing.assert_allclose(auto.coef_, fixed.coef_, rtol=1e-9, atol=1e-12)
+    # the Gram path's leave-one-out (and LinearLapSVM's check, from H) runs on the driver
+    cost = auto.selection_cost_
+    assert cost["round_trips"] == 0 and cost["fit_round_trips"] > 0
+    assert cost["seconds"] > 0
+    assert cost["seconds"] + cost["fit_seconds"] == pytest.approx(auto.fit_seconds_, abs=0.25)
     # the CG path chooses by cross-validation, and fits with what it chose
     cg = cls(gamma_A=1e-3, p=1, solver="cg", client=client, n_blocks=2, random_state=0,
              tol=1e-10).fit(X, y)
     assert cg.gamma_I_ in [r["gamma_I"] for r in cg.selection_]
+    # its folds' block CG makes graph products on the workers
+    assert cg.selection_cost_["round_trips"] > 0
     fixed = cls(gamma_A=1e-3, gamma_I=cg.gamma_I_, p=1, solver="cg", client=client, n_blocks=2,
                 tol=1e-10).fit(X, y)
     np.testing.assert_allclose(cg.coef_, fixed.coef_, rtol=1e-6, atol=1e-8)

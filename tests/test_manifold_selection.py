@@ -2,6 +2,8 @@
 never hurts): exact leave-one-out, the supervised candidate, the seeds' setting with too few
 labels, the record of the choice."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy.sparse.csgraph import laplacian
@@ -101,6 +103,17 @@ def test_the_choice_is_stored_with_the_model(client, tmp_path):
     back = load_model(tmp_path / "m")
     assert back.gamma_I_ == est.gamma_I_ and back.selection_ == est.selection_
     assert sum(row["chosen"] for row in back.selection_) == 1
+    # the exact leave-one-out is driver work: no round trip; the cost is stored with the table
+    assert est.selection_cost_["round_trips"] == 0 and est.selection_cost_["seconds"] > 0
+    assert back.selection_cost_ == est.selection_cost_
+    # a model saved before the cost was recorded still loads, without one
+    doc_path = tmp_path / "m" / "model.json"
+    doc = json.loads(doc_path.read_text())
+    del doc["selection_cost_"]
+    doc_path.write_text(json.dumps(doc))
+    old = load_model(tmp_path / "m")
+    assert old.selection_cost_ is None and old.selection_ == est.selection_
+    np.testing.assert_array_equal(old.predict(X), est.predict(X))
 
 
 def test_nystrom_path_chooses_through_the_linear_estimator(client):

@@ -90,3 +90,26 @@ def test_a_wait_does_not_take_the_clients_refresh_for_lost_workers(client, monke
     finally:
         refreshing[0] = False
     assert set(live_workers(client)) >= set(blocks.owners())
+
+
+def test_counting_adds_the_round_trips_of_every_row_blocks_inside_it(client):
+    """A counting block sees the trips of any RowBlocks made inside it (nested blocks each
+    their own), not those made before or after, nor those of a thread running beside it."""
+    import threading
+
+    from dask_ssl.linalg.trips import counting
+
+    a = RowBlocks.from_array(np.ones((40, 3)), client=client)
+    b = RowBlocks.from_array(np.ones((30, 3)), client=client)
+    a.call(_scaled_rows, np.ones(3))
+    with counting() as outer:
+        a.call(_scaled_rows, np.ones(3))
+        with counting() as inner:
+            b.map(_scaled_rows, np.ones(3))
+            beside = threading.Thread(target=lambda: b.call(_scaled_rows, np.ones(3)))
+            beside.start()
+            beside.join()
+        b.call(_scaled_rows, np.ones(3))
+    a.call(_scaled_rows, np.ones(3))
+    assert (inner.round_trips, outer.round_trips) == (1, 3)
+    assert (a.round_trips, b.round_trips) == (3, 3)

@@ -5,7 +5,8 @@ import pytest
 import scipy.stats
 
 from dask_ssl.models._selection import (MIN_PER_CLASS, SelectionWarning, choose, enough_labels,
-                                        noise_multiple, table, warn_unchecked)
+                                        fewer_errors_beyond_chance, level, noise_multiple,
+                                        table, passed_tests, warn_unchecked)
 
 
 def _gains(wins, losses, n=40):
@@ -45,12 +46,42 @@ def test_the_best_of_many_candidates_must_win_by_more():
                   np.vstack([squared[:1]] * 11 + [squared[1:]])) == 11
 
 
-def test_fewer_errors_without_a_squared_gain_keep_the_supervised_candidate():
+def test_fewer_errors_beyond_chance_pass_without_a_loss_gain():
+    """A candidate whose held-out loss is larger on every row (less confident outputs) still
+    replaces the supervised one when it errs on fewer rows beyond chance: the exact one-sided
+    sign test on the rows where exactly one of them errs."""
     wrong = np.zeros((2, 40))
-    wrong[0, :4] = 1
+    wrong[0, :4] = 1  # 4 rows the supervised errs on, the candidate none: P = 1/16
     squared = np.ones((2, 40))
-    squared[1] += 0.1  # fewer errors, but a larger residual on every row
+    squared[1] += 0.1
+    assert fewer_errors_beyond_chance(wrong[0], wrong[1])
+    assert choose(wrong, squared) == 1
+    assert passed_tests(wrong, squared) == [None, ["errors"]]
+    assert table([{"g": 0}, {"g": 1}], wrong, squared, 1)[1]["passed"] == ["errors"]
+    wrong[0, 2:4] = 0  # 2 against 0: P = 1/4, above the level
+    assert not fewer_errors_beyond_chance(wrong[0], wrong[1])
     assert choose(wrong, squared) == 0
+
+
+def test_the_sign_test_counts_discordant_rows_at_the_shared_level():
+    """5 rows won and 1 lost (both err on 3 more): P = 7/64, scipy's exact binomial test; below
+    the level of one alternative, above that of eleven."""
+    wrong = np.zeros((2, 60))
+    wrong[:, :3] = 1
+    wrong[0, 3:8] = 1
+    wrong[1, 8] = 1
+    p_value = scipy.stats.binomtest(5, 6, 0.5, alternative="greater").pvalue
+    assert p_value == pytest.approx(7 / 64)
+    assert level(1) < p_value * 2 and p_value <= level(1)
+    assert level(11) < p_value
+    assert fewer_errors_beyond_chance(wrong[0], wrong[1], 1)
+    assert not fewer_errors_beyond_chance(wrong[0], wrong[1], 11)
+    squared = np.ones((2, 60))
+    assert choose(wrong, squared) == 1
+    assert choose(np.vstack([wrong[:1]] * 11 + [wrong[1:]]),
+                  np.vstack([squared[:1]] * 11 + [squared[1:]])) == 0
+    # more errors than the supervised one never pass, however the discordant rows fall
+    assert not fewer_errors_beyond_chance(wrong[1], wrong[0])
 
 
 def test_the_fewest_errors_win_then_the_smaller_squared_residual_then_the_earlier():
@@ -90,16 +121,23 @@ def test_table_marks_the_chosen_row_with_rates_and_standard_errors():
     assert rows[0]["errors"] == 2 and rows[0]["error"] == 0.5
     assert rows[1]["stderr"] == pytest.approx(np.sqrt(0.25 * 0.75 / 3))
     assert rows[1]["rho"] == 1.0 and rows[1]["squared"] == 1.0
+    # fewer errors, but by neither test beyond the noise: 2 discordant rows won of 3, a gain
+    # of 0.5 against its standard error of 0.5
+    assert rows[0]["passed"] is None and rows[1]["passed"] == []
+    assert table([{"rho": 0.0}, {"rho": 1.0}], wrong, np.ones((2, 4)), 0,
+                 supervised=1)[1]["passed"] is None
 
 
 def test_the_fewest_errors_among_the_candidates_that_beat_the_noise():
-    """A candidate with the fewest errors but no squared gain (outputs shrunk towards 0) does
-    not keep out one whose gain is beyond the noise and whose errors are fewer than the
-    supervised model's."""
+    """A candidate with the fewest errors but neither gain beyond the noise (a larger residual
+    everywhere: outputs shrunk towards 0; 6 rows won and 2 lost against the supervised one, P =
+    37/256 above the level of two alternatives) does not keep out one whose loss gain is
+    beyond the noise and whose errors are fewer than the supervised model's."""
     wrong = np.zeros((3, 40))
     wrong[0, :8] = 1                        # supervised
-    wrong[1, :2] = 1                        # fewest errors, larger residual everywhere
+    wrong[1, :2] = wrong[1, 10:12] = 1      # fewest errors, larger residual everywhere
     wrong[2, :5] = 1
+    assert level(2) < 37 / 256
     squared = np.ones((3, 40))
     squared[1] = 1.2
     squared[2] = 0.6

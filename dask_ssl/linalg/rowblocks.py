@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from distributed import Client, Future, wait
 
 from .direct import BlockRunner, run_blocks
+from .trips import count_round_trip
 from .workerstate import StateLost
 from .workers import live_workers
 
@@ -242,6 +243,7 @@ class RowBlocks:
         """
         futs = self.submit(fn, *args, per_block=per_block, key=key)
         self.round_trips += 1
+        count_round_trip()
         self.bytes_moved += self.n_blocks * payload_bytes(args) + payload_bytes(per_block)
         try:
             out = self._bounded(lambda: self.client._gather(futs))
@@ -269,6 +271,7 @@ class RowBlocks:
             extra = tuple(per_block[i]) if per_block is not None else ()
             groups.setdefault(owners[i], []).append((i, block.key, extra))
         self.round_trips += 1
+        count_round_trip()
         self.bytes_moved += len(groups) * payload_bytes(args) + payload_bytes(per_block)
 
         async def results():

@@ -34,6 +34,7 @@ import numpy as np
 
 from ._input import target_columns
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
+from ._selection_cost import selecting
 
 #: gamma_u values tried by ``gamma_u="auto"``, ascending, the supervised 0 first.
 AUTO_GAMMA_U = (0.0, 0.01, 0.1, 1.0)
@@ -66,11 +67,12 @@ def choose_gamma_u(est, codes: np.ndarray, targets: list, fold_outputs) -> tuple
         return SEED_GAMMA_U, []
     fold = fold_of(truth, CV_FOLDS)
     outputs = np.empty((len(AUTO_GAMMA_U), labeled.size, len(targets)))
-    for f in range(CV_FOLDS):
-        held = labeled[fold == f]
-        fold_codes = codes.copy()
-        fold_codes[held] = -1
-        outputs[:, fold == f] = fold_outputs(fold_codes, held)
+    with selecting():
+        for f in range(CV_FOLDS):
+            held = labeled[fold == f]
+            fold_codes = codes.copy()
+            fold_codes[held] = -1
+            outputs[:, fold == f] = fold_outputs(fold_codes, held)
     wrong = np.array([_guess(out, targets) != truth for out in outputs])
     Y = target_columns(truth, targets)
     # the squared hinge, the S3VMs' loss, per held-out row

@@ -33,6 +33,7 @@ from ._constraints import validate
 from ._input import check_local, fit_input, target_columns
 from ._part import fit_parts
 from .base import OneVsRestLabels, fitted_info, restore_info
+from ._selection_cost import measured_fit
 
 LOSSES = ("squared_hinge", "squared")
 KERNEL_S3VM_LOSSES = StrOptions(set(LOSSES))
@@ -189,6 +190,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         validate(self)
         check_kernel(self.kernel, self.kernel_params)
 
+    @measured_fit
     def fit(self, X, y, *, resume=False):
         """Fit on labeled and unlabeled rows.
 

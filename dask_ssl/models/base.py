@@ -22,6 +22,7 @@ from ._clone import SharesClient
 from ._constraints import validate
 from ._input import check_finite_local, fit_input, target_columns, to_blocks
 from ._part import fit_parts
+from ._selection_cost import measured_fit
 
 #: Above this many features the Newton systems are solved by CG instead of a Gram + Cholesky.
 GRAM_MAX_FEATURES = 1000
@@ -128,6 +129,7 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
         self._check_params()
         return self._fit(X, y, sample_weight=sample_weight, coef_init=coef_init, resume=resume)
 
+    @measured_fit
     def _fit(self, X, y, *, graph=None, sample_weight=None, coef_init=None, resume=False):
         """:meth:`fit` after the parameter checks; ``graph`` (estimators with a graph on the
         rows) is handed to :meth:`_prepare`."""
@@ -349,7 +351,7 @@ class LinearSSLClassifier(SharesClient, ClassifierMixin, OneVsRestLabels, BaseEs
 #: What a selection on the labeled rows chose (with the graph term's coefficient it gives),
 #: and its table (:mod:`._selection`), stored under the attribute's name where an estimator
 #: has it.
-SELECTED = ("selection_", "gamma_I_", "gamma_I_effective_", "gamma_u_")
+SELECTED = ("selection_", "selection_cost_", "gamma_I_", "gamma_I_effective_", "gamma_u_")
 
 
 def fitted_info(est) -> dict:
@@ -380,6 +382,9 @@ def restore_info(est, doc: dict) -> None:
     for name in SELECTED:
         if name in doc:
             setattr(est, name, doc[name])
+    if "selection_" in doc and "selection_cost_" not in doc:
+        # models saved before the cost was recorded
+        est.selection_cost_ = None
 
 
 def _block_scores(i, X, W, d):

@@ -220,6 +220,8 @@ class DAS3VM(LinearS3VM):
     ----------
     gamma_u_, selection_
         As :class:`TSVM`'s, and recorded in the checkpoint alike.
+    selection_cost_
+        As :class:`TSVM`'s.
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, initial_temperature=10.0,

@@ -59,6 +59,7 @@ from ._constraints import AUTO, NON_NEGATIVE, SHARED, constraints, validate
 from ._graph_seam import clip_n_neighbors, estimator_graph, graph_term_weight_on
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._selection import enough_labels, warn_unchecked
+from ._selection_cost import measured_fit, selecting
 from ._transduction_serving import (Placement, place, place_block, restore, stored_arrays,
                                    stored_info)
 from .rls import RLS
@@ -167,6 +168,12 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         Per candidate its ``gamma_I``, ``unlabeled_weight``, ``class_balance``, held-out
         errors and whether it was chosen (:func:`._selection.table`); None when nothing was
         selected.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
+        None when nothing was selected (the fits of the fold priors' RLS count in the fit).
+        Stored in ``model.json``.
     class_weights_ : ndarray of shape (n_classes,)
         The weight of each class's scores in every decision, largest 1: with ``class_balance``
         the weights that give the unlabeled rows those shares, else ones.
@@ -263,6 +270,7 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         check_graph_params(weights, self.symmetrize, self.t, metric)
         return metric, weights
 
+    @measured_fit
     def fit(self, X, y=None, *, graph: Graph | None = None, scores_init=None):
         """Build the graph (unless given), select the ``"auto"`` settings and solve for all
         classes.
@@ -403,14 +411,15 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
                 shares = _class_shares(class_balance, train_codes, n_classes)
                 return np.ones(n_classes) if shares is None else balance_weights(F, shares)
 
-            chosen, selection = auto.select(
-                lambda gamma, a, B, a_precond: solve(
-                    gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
-                    fill_budget=auto.CV_FILL_BUDGET).F,
-                codes, fidelity, fold, fold_priors, balance,
-                gammas=_candidates(given, auto.AUTO_GAMMA_I),
-                mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
-                balances=_candidates(self.class_balance, (None, "labeled")))
+            with selecting():
+                chosen, selection = auto.select(
+                    lambda gamma, a, B, a_precond: solve(
+                        gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
+                        fill_budget=auto.CV_FILL_BUDGET).F,
+                    codes, fidelity, fold, fold_priors, balance,
+                    gammas=_candidates(given, auto.AUTO_GAMMA_I),
+                    mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
+                    balances=_candidates(self.class_balance, (None, "labeled")))
         # what is not selected: the seeds' weight, a prior weighed as a label, no balancing
         if _is_auto(chosen["gamma_I"]):
             chosen["gamma_I"] = auto.SEED_GAMMA_I

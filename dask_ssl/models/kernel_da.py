@@ -93,6 +93,8 @@ class KernelDAS3VM(KernelExpansionClassifier):
         ``gamma_u_ = 0``.
     gamma_u_, selection_
         As :class:`TSVM`'s, and recorded in the checkpoint alike.
+    selection_cost_
+        As :class:`TSVM`'s.
     objective_, n_iter_, history_, transduction_
         As :class:`DAS3VM` (``history_`` one record per temperature).
     """

@@ -48,6 +48,7 @@ from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_g
 from ._graph_weight import (SEED_GAMMA_I, confirm, cv_gamma_I, deformed_gram, loo_gamma_I,
                             squared_hinge, svm_held_out, truth_of)
 from ._selection import CV_FOLDS, chosen_row, enough_labels, fold_of, warn_unchecked
+from ._selection_cost import selecting
 from ._input import target_columns
 from ._pickle import PicklesWithoutGraph
 from .base import GRAM_MAX_FEATURES, LINEAR_SOLVERS, LinearSSLClassifier
@@ -184,6 +185,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.gamma_I_effective_ = graph_term_weight_on(self, self.graph_, self.gamma_I_)
         return self.gamma_I_effective_
 
+    @selecting()
     def _chosen_weight(self, dg, G, H, Xl, cl, Yl) -> float:
         """``gamma_I_eff`` chosen among the shares of :mod:`._graph_weight` on the labeled rows
         ``Xl`` (costs ``cl``, targets ``Yl``): by leave-one-out with the Gram matrices, by
@@ -312,6 +314,11 @@ class LinearLapRLS(_LinearManifold):
         ``errors`` on the labeled rows (count, rate and standard error), the ``squared``
         residual and whether it was ``chosen`` (:mod:`dask_ssl.models._selection`); empty for
         a given gamma_I or too few labels.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
+        None when nothing was selected. Stored in ``model.json``.
     graph_ : Graph
     graph_seconds_ : float
         Time of the kNN graph build (0 for a given graph), inside ``fit_seconds_``.

@@ -52,6 +52,7 @@ from ._nystrom_manifold import fit_nystrom
 from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
+from ._selection_cost import measured_fit, selecting
 from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, table,
                          warn_unchecked)
 
@@ -112,7 +113,8 @@ def expansion_info(est) -> dict:
             "kernel_params_": est.kernel_params_,
             "gamma_I_effective": float(est.gamma_I_effective_),
             "n_neighbors_": est.n_neighbors_, "p_": int(est.p_),
-            "gamma_I_": float(est.gamma_I_), "selection_": est.selection_}
+            "gamma_I_": float(est.gamma_I_), "selection_": est.selection_,
+            "selection_cost_": est.selection_cost_}
 
 
 def restore_expansion_info(est, doc: dict) -> None:
@@ -122,6 +124,8 @@ def restore_expansion_info(est, doc: dict) -> None:
     est.gamma_I_effective_ = doc["gamma_I_effective"]
     est.n_neighbors_, est.p_ = doc["n_neighbors_"], doc["p_"]
     est.selection_ = doc.get("selection_", [])
+    # models saved before the cost was recorded
+    est.selection_cost_ = doc.get("selection_cost_")
     est.n_features_in_ = doc["n_features"]
     est.data_shape_ = tuple(doc["data_shape"])
     est.n_labeled_ = doc["n_labeled"]
@@ -219,6 +223,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         return list(dict.fromkeys(pairs))
 
     # fitting -----------------------------------------------------------------------------
+    @measured_fit
     def fit(self, X, y=None, *, graph: Graph | None = None, resume: bool = False):
         """Fit on labeled and unlabeled rows.
 
@@ -376,9 +381,10 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         if len(cases) == 1:
             return settings[0], gammas[0], []
         YL = Y[labeled]
-        MK = {j: settings[j][1] @ K for j, g in cases if g > 0}
-        outputs = [_loo_outputs(K, MK.get(j), self._weight(graphs[settings[j][0][0]], g),
-                                Y, labeled, self.gamma_A) for j, g in cases]
+        with selecting():
+            MK = {j: settings[j][1] @ K for j, g in cases if g > 0}
+            outputs = [_loo_outputs(K, MK.get(j), self._weight(graphs[settings[j][0][0]], g),
+                                    Y, labeled, self.gamma_A) for j, g in cases]
         truth = truth_of(YL)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
@@ -424,6 +430,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             return SEED_GAMMA_I, []
         return self._cv_primal(blocks, K, graph, setting, Y, labeled)
 
+    @selecting()
     def _cv_primal(self, blocks, K, graph, setting, Y, labeled):
         """``(gamma_I, selection_)``: :data:`AUTO_GAMMA_I` (0, the supervised model, first) by
         :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this estimator's
@@ -691,6 +698,12 @@ class LapRLS(_ManifoldClassifier):
         (``criterion="cv"``, ``squared`` the estimator's own loss); with ``n_components``
         the linear estimator's table (LapSVM's with the rows of :class:`LinearLapSVM`'s
         confirmation). Empty when nothing was chosen.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`;
+        the candidate graphs, built before the choice, count in the fit); None when nothing
+        was selected. Stored in ``model.json``.
     landmark_indices_ : ndarray of shape (m,) or None
         With ``n_components``: the training rows that are the landmarks (the expansion points).
     n_components_ : int or None
@@ -775,6 +788,7 @@ class LapSVM(_ManifoldClassifier):
         margin = np.maximum(0.0, 1.0 - Y * F)
         return margin if self.loss == "hinge" else margin ** 2
 
+    @selecting()
     def _confirm(self, K, M, weight, gamma_I, Y, labeled, selection):
         """LapRLS's leave-one-out chose the graph candidate; whether it beats the supervised
         SVM is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold cross-validation on

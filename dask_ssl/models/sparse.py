@@ -45,6 +45,7 @@ from ._rbf_width import default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
+from ._selection_cost import measured_fit, selecting
 from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
                        restore_expansion_info)
 
@@ -206,6 +207,11 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         With ``gamma_I="auto"`` and enough labels: per candidate its ``gamma_I``, held-out
         ``errors``, ``error``, ``stderr``, ``squared`` residual, ``chosen`` and
         ``criterion="cv"`` (:func:`dask_ssl.models._selection.table`); empty otherwise.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
+        None when nothing was selected. Stored in ``model.json``.
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
     """
 
@@ -256,6 +262,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         check_graph_combination(self)
 
     # fitting -----------------------------------------------------------------------------
+    @measured_fit
     def fit(self, X, y=None, *, graph: Graph | None = None):
         """Fit on labeled and unlabeled rows.
 
@@ -344,15 +351,16 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             return SEED_GAMMA_I, []
         fold = fold_of(truth, min(CV_FOLDS, L.size))
         outputs = []
-        for gamma in AUTO_GAMMA_I:
-            held_out = np.empty_like(YL)
-            for f in range(int(fold.max()) + 1):
-                train = labeled.copy()
-                train[L[fold == f]] = False
-                out = self._solve(problem, gamma * unit, Ybar * train[:, None], train)
-                fit = out["fit"]
-                held_out[fold == f] = fit.KNJ[L[fold == f]] @ out["beta"]
-            outputs.append(held_out)
+        with selecting():
+            for gamma in AUTO_GAMMA_I:
+                held_out = np.empty_like(YL)
+                for f in range(int(fold.max()) + 1):
+                    train = labeled.copy()
+                    train[L[fold == f]] = False
+                    out = self._solve(problem, gamma * unit, Ybar * train[:, None], train)
+                    fit = out["fit"]
+                    held_out[fold == f] = fit.KNJ[L[fold == f]] @ out["beta"]
+                outputs.append(held_out)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)

@@ -217,6 +217,12 @@ class TSVM(LinearS3VM):
         With ``gamma_u="auto"``: per candidate its ``gamma_u``, held-out ``errors``,
         ``error`` rate, ``stderr``, ``squared`` residual and whether it was ``chosen``
         (:mod:`dask_ssl.models._selection`); empty for a given gamma_u or too few labels.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
+        None when nothing was selected, or when a resumed fit read its choice from the
+        checkpoint. Stored in ``model.json``.
 
     Notes
     -----

@@ -40,7 +40,8 @@ def view_info(est) -> dict:
     widths = [int(w) for w in est.view_features_]
     return {"view_names": None if names is None else list(names), "view_features": widths,
             "n_features": int(sum(widths)), "n_labeled": int(est.n_labeled_),
-            "classes": est.classes_.tolist(), "fit_seconds": float(est.fit_seconds_)}
+            "classes": est.classes_.tolist(), "fit_seconds": float(est.fit_seconds_),
+            "selection_cost_": est.selection_cost_}
 
 
 def restore_view_info(est, doc: dict) -> None:
@@ -49,6 +50,8 @@ def restore_view_info(est, doc: dict) -> None:
     est.view_features_ = tuple(int(w) for w in doc["view_features"])
     est.n_labeled_ = doc["n_labeled"]
     est.fit_seconds_ = doc["fit_seconds"]
+    # models saved before the cost was recorded
+    est.selection_cost_ = doc.get("selection_cost_")
 
 
 def _combine_json(combine):

@@ -54,6 +54,7 @@ from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, valida
 from ..models._graph_seam import clip_n_neighbors, estimator_graph
 from ..models._input import encode_labels, to_blocks
 from ..models._pickle import PicklesWithoutGraph
+from ..models._selection_cost import measured_fit
 from ..models.linear_manifold import LinearLapRLS, LinearLapSVM
 from ..models.manifold import SOLVERS, LapRLS, LapSVM
 from . import _serving
@@ -222,6 +223,7 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, CombinedViews, ClassifierM
                                      f"{views.n_rows}")
         return views, learners, weights, combine, labels, graphs
 
+    @measured_fit
     def fit(self, Xs, y=None, *, graphs=None):
         """Fit one learner per view with the multi-view graph.
 
@@ -370,6 +372,8 @@ _PARAMETERS = """
         Each view's Laplacian power used.
     selection_ : list of list of dict
         Each view's selection table (empty where nothing was chosen).
+    selection_cost_ : dict or None
+        As :class:`~dask_ssl.models.LapRLS`'s, summed over the views' selections.
     combine_, view_names_, view_features_, n_labeled_, transduction_, fit_seconds_
         As in :class:`~dask_ssl.multiview.CoRLS`.
 """

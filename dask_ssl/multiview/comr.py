@@ -42,6 +42,7 @@ from ..models._graph_weight import SEED_GAMMA_I, truth_of
 from ..models._input import Labels, encode_labels
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
+from ..models._selection_cost import measured_fit, selecting
 from ..models.manifold import AUTO_GAMMA_I, _loo_outputs
 from ..solvers.dense import laprls_direct
 from . import _serving
@@ -143,6 +144,11 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     selection_ : list of dict
         With ``gamma_I="auto"``: per candidate ``gamma_I``, leave-one-out ``errors``,
         ``error``, ``stderr``, ``squared`` and ``chosen``; empty when nothing was chosen.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
+        None when nothing was selected. Stored in ``model.json``.
     transduction_ : ndarray of shape (n,)
     n_labeled_ : int
     fit_seconds_ : float
@@ -181,6 +187,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         check_kernel(self.kernel, self.kernel_params)
         check_graph_combination(self)
 
+    @measured_fit
     def fit(self, Xs, y, *, graph=None):
         """Fit on labeled and unlabeled rows.
 
@@ -263,15 +270,18 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             # exact leave-one-out of RLS in each candidate's CoMR kernel (LapRLS's, with M~)
             YL = Y[labeled]
             outputs = []
-            for g in gammas:
-                Mt, w = penalty(g)
-                outputs.append(_loo_outputs(K, None if Mt is None else Mt @ K, w, Y, labeled,
-                                            self.gamma_A))
+            with selecting():
+                for g in gammas:
+                    Mt, w = penalty(g)
+                    outputs.append(_loo_outputs(K, None if Mt is None else Mt @ K, w, Y,
+                                                labeled, self.gamma_A))
             truth = truth_of(YL)
             wrong = np.array([truth_of(out) != truth for out in outputs])
             squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
-            best = choose(wrong, squared, supervised=list(gammas).index(0.0))
-            self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best)
+            supervised = list(gammas).index(0.0)
+            best = choose(wrong, squared, supervised=supervised)
+            self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best,
+                                    supervised=supervised)
             gammas = (gammas[best],)
         Mt, weight = penalty(gammas[0])
         sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,

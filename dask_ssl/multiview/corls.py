@@ -52,6 +52,7 @@ from ..models._input import Labels, encode_labels
 from ..models.base import GRAM_MAX_FEATURES
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
+from ..models._selection_cost import measured_fit, selecting
 from . import _serving
 from ._per_view import (PER_VIEW, CombinedViews, check_combine, combined, fit_labels,
                         kernels_per_view, labels_of, positive_per_view, squeeze_columns)
@@ -324,6 +325,11 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
         (count, rate, standard error), ``squared`` residual and whether it was ``chosen``
         (:func:`dask_ssl.models._selection.table`) and the ``criterion`` ("loo": exact
         leave-one-out; "cv": cross-validation, on ``"cg"``); empty otherwise.
+    selection_cost_ : dict or None
+        What the selection cost beside the fit at the chosen setting: the ``seconds`` and
+        ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
+        ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
+        None when nothing was selected. Stored in ``model.json``.
     view_names_ : tuple or None
         The views' names (a dict's keys), or None for a list; predict takes the views the
         same way.
@@ -437,6 +443,7 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
             solver = "gram" if dims <= GRAM_MAX_FEATURES else "cg"
         return solver
 
+    @measured_fit
     def fit(self, Xs, y=None):
         """Fit on labeled and unlabeled rows.
 
@@ -535,7 +542,8 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
             warn_unchecked(self, "gamma_C")
             return UNCHECKED_COUPLING * scale, []
         gammas = [rho * scale for rho in AUTO_COUPLING]
-        outputs, criterion = held_out(gammas)
+        with selecting():
+            outputs, criterion = held_out(gammas)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)

@@ -104,7 +104,7 @@ def plot_sweep(sweep: list[dict], metric: str, path: Path, title: str) -> Path |
 
 
 #: Columns of a selection table that score a candidate rather than name its settings.
-_SCORES = ("errors", "error", "stderr", "squared", "chosen", "criterion")
+_SCORES = ("errors", "error", "stderr", "squared", "passed", "chosen", "criterion")
 
 
 def plot_selection(selection: list[dict], path: Path, title: str) -> Path | None:
