@@ -6,6 +6,7 @@ its supervised counterpart on the same labels.
     python benchmarks/bench_safety.py --datasets moons,hw-pix --estimators LapRLS,GraphTransduction
     python benchmarks/bench_safety.py --rows-scale 0.02 --draws 1 --datasets moons,g50c-2k  # smoke
     python benchmarks/bench_safety.py --plan                            # what would run, no fit
+    python benchmarks/bench_safety.py --datasets g50c --g50c-rows 10000 --draws 3  # other sizes
 
 Each semi-supervised estimator runs WITH ITS DEFAULTS: only ``client``, ``n_blocks``,
 ``random_state`` (0; the stability mode varies it) and, for LapRLS / LapSVM on more than
@@ -34,11 +35,13 @@ the error is on the unlabeled rows, i.e. transductive; classes binarized to 0/1)
 | name | rows | labels | what |
 |---|---|---|---|
 | moons | 1,000 | 10 (5 per class) | two moons, noise 0.1 |
-| g50c-2k, g50c-10k, g50c-50k | 2,000 / 10,000 / 50,000 | 100 | g50c-like: two 50-d unit Gaussians, Bayes error 5% (``dask_ssl.data.g50c``) |
+| g50c-2k, g50c-10k, g50c-50k | 2,000 / 10,000 / 50,000 (``--g50c-rows``) | 100 (``--g50c-labels``) | g50c-like: two 50-d unit Gaussians, Bayes error 5% (``dask_ssl.data.g50c``) |
 | hw-fac, hw-fou, hw-kar, hw-mor, hw-pix, hw-zer | 2,000 | 100 | UCI handwritten digits (HW.mat), one view each, class id 1 (digit 0 in the UCI files' order, 200 rows) vs the rest, features as stored |
 | bbc | 685 | 50 | BBC news (BBC.mat), the four segment views side by side (18,641 term counts), class id 3 (226 rows, the largest) vs the rest; ltc tf-idf ``(1 + log tf) log(n / df)``, rows l2-normalized |
-| kdd99 | 494,021 | 1,000 | KDD Cup 99 10% sample, attack vs normal (``dask_ssl.data.read_kdd99``) |
-| rcv1-100, rcv1-1000 | 200,000 | 100 / 1,000 | RCV1-like sparse text (``dask_ssl.data.rcv1_like``, seed 0) |
+| kdd99 | 494,021 | 1,000 (``--kdd99-labels``) | KDD Cup 99 10% sample, attack vs normal (``dask_ssl.data.read_kdd99``) |
+| rcv1-100, rcv1-1000 | 200,000 (``--rcv1-rows``) | 100 / 1,000 (``--rcv1-labels``) | RCV1-like sparse text (``dask_ssl.data.rcv1_like``, seed 0) |
+
+The sets run smallest first, so an interrupted run of the large ones keeps the small ones.
 
 Which estimators run where: LapRLS, LapSVM and GraphTransduction, LinearLapRLS, LinearLapSVM on
 every set (LapRLS / LapSVM exact up to ``--exact-max`` rows, Nystrom above); KernelDAS3VM only up
@@ -188,24 +191,44 @@ def _kdd99(scale):
     return _subsample(sp.csr_matrix(X), (np.asarray(y) > 0).astype(np.int64), scale)
 
 
-def _rcv1(scale):
-    from dask_ssl.data import rcv1_like
+def _rcv1(n):
+    def load(scale):
+        from dask_ssl.data import rcv1_like
 
-    X, y = rcv1_like(n_rows=_scaled(200_000, scale), seed=0)
-    return X, (y > 0).astype(np.int64)
+        X, y = rcv1_like(n_rows=_scaled(n, scale), seed=0)
+        return X, (y > 0).astype(np.int64)
+    return load
+
+
+def _count_name(n: int) -> str:
+    """``n`` rows as a set name's suffix: 2k for 2000, 12500 as is."""
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def _counts(text: str, what: str) -> list[int]:
+    try:
+        counts = [int(float(c)) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise SystemExit(f"{what}: comma-separated counts, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"{what}: counts of at least 1, got {text!r}")
+    return counts
 
 
 def data_specs(args) -> list[DataSpec]:
-    specs = [DataSpec("moons", "moons", 1000, 10, _moons, linear=False),
-             DataSpec("g50c-2k", "g50c-2k", 2000, 100, _g50c(2000))]
+    """The data sets, with the g50c-like rows, the KDD99 and RCV1-like label counts and the
+    RCV1-like rows the arguments give, smallest first (a run does the cheap sets first)."""
+    specs = [DataSpec("moons", "moons", 1000, 10, _moons, linear=False)]
+    specs += [DataSpec(f"g50c-{_count_name(n)}", f"g50c-{n}", n, args.g50c_labels, _g50c(n))
+              for n in _counts(args.g50c_rows, "--g50c-rows")]
     specs += [DataSpec(f"hw-{v}", f"hw-{v}", 2000, 100, _hw(v, args.hw_class)) for v in HW_VIEWS]
-    specs += [DataSpec("bbc", "bbc", 685, 50, _bbc(args.bbc_class)),
-              DataSpec("g50c-10k", "g50c-10k", 10_000, 100, _g50c(10_000)),
-              DataSpec("g50c-50k", "g50c-50k", 50_000, 100, _g50c(50_000)),
-              DataSpec("kdd99", "kdd99", 494_021, 1000, _kdd99),
-              DataSpec("rcv1-100", "rcv1", 200_000, 100, _rcv1),
-              DataSpec("rcv1-1000", "rcv1", 200_000, 1000, _rcv1)]
-    return specs
+    specs += [DataSpec("bbc", "bbc", 685, 50, _bbc(args.bbc_class))]
+    specs += [DataSpec("kdd99" if i == 0 else f"kdd99-{labels}", "kdd99", 494_021, labels,
+                       _kdd99)
+              for i, labels in enumerate(_counts(args.kdd99_labels, "--kdd99-labels"))]
+    specs += [DataSpec(f"rcv1-{labels}", "rcv1", args.rcv1_rows, labels, _rcv1(args.rcv1_rows))
+              for labels in _counts(args.rcv1_labels, "--rcv1-labels")]
+    return sorted(specs, key=lambda s: s.rows)
 
 
 def select(items, wanted: str | None, name=lambda x: x, what="item"):
@@ -752,6 +775,17 @@ def main() -> None:
     ap.add_argument("--ratio-draws", type=int, default=1,
                     help="draws on which the selection time ratio is measured (one extra fit "
                          "each, with the chosen candidate given); 0 skips it")
+    ap.add_argument("--g50c-rows", default="2000,10000,50000",
+                    help="rows of the g50c-like sets (two 50-d Gaussians, Bayes error 5%%), "
+                         "comma-separated; each is a set named g50c-<rows>, 2000 -> g50c-2k")
+    ap.add_argument("--g50c-labels", type=int, default=100, help="labels of the g50c-like sets")
+    ap.add_argument("--kdd99-labels", default="1000",
+                    help="labels of the KDD99 set, comma-separated for several (the first is "
+                         "named kdd99, the others kdd99-<labels>)")
+    ap.add_argument("--rcv1-rows", type=int, default=200_000, help="rows of the RCV1-like sets")
+    ap.add_argument("--rcv1-labels", default="100,1000",
+                    help="labels of the RCV1-like sets, comma-separated; each is a set named "
+                         "rcv1-<labels> on the same rows")
     ap.add_argument("--hw-class", type=int, default=1,
                     help="HW class id (from 1) that is positive; 1 is digit 0")
     ap.add_argument("--bbc-class", type=int, default=3, help="BBC class id that is positive")
