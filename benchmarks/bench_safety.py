@@ -6,6 +6,7 @@ its supervised counterpart on the same labels.
     python benchmarks/bench_safety.py --datasets moons,hw-pix --estimators LapRLS,GraphTransduction
     python benchmarks/bench_safety.py --rows-scale 0.02 --draws 1 --datasets moons,g50c-2k  # smoke
     python benchmarks/bench_safety.py --plan                            # what would run, no fit
+    python benchmarks/bench_safety.py --table safety.json               # a saved run's table
     python benchmarks/bench_safety.py --datasets g50c --g50c-rows 10000 --draws 3  # other sizes
 
 Each semi-supervised estimator runs WITH ITS DEFAULTS: only ``client``, ``n_blocks``,
@@ -75,7 +76,7 @@ their spread max - min.
 
 The table goes to stdout as markdown (with the command line, library versions and the load
 average at start and end); progress lines go to stderr; ``--json PATH`` also writes every fit's
-record (rewritten after each data set, so an interrupted run keeps what it finished).
+record (rewritten after each fit, so an interrupted run keeps what it finished).
 """
 
 from __future__ import annotations
@@ -475,15 +476,16 @@ def _summary(rec: dict) -> str:
     return f"{rec['error']:.2f}% in {rec['fit_s']:.1f} s"
 
 
-def run_dataset(spec, X, y, n_labels, estimators, args, client, quiet=False) -> list[dict]:
-    """Every estimator of ``estimators`` that applies, on ``--draws`` label draws; one record
-    per (estimator, draw)."""
+def run_dataset(spec, X, y, n_labels, estimators, args, client, records, saved=None,
+                quiet=False) -> None:
+    """Every estimator of ``estimators`` that applies, on ``--draws`` label draws: one record
+    per (estimator, draw) appended to ``records``, ``saved()`` called after each (a run
+    stopped in a large set keeps the draws it finished)."""
     from dask_ssl.data import stratified_split
     from dask_ssl.linalg import RowBlocks
 
     blocks = RowBlocks.from_array(X, client=client, n_blocks=args.blocks)
     ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
-    records = []
     for draw in range(args.draws):
         split = stratified_split(y, n_labeled=n_labels, seed=draw)
         y_train = split.y_train(y, marker=-1)
@@ -519,15 +521,19 @@ def run_dataset(spec, X, y, n_labels, estimators, args, client, quiet=False) -> 
             sup = shared[key]
             records.append({"dataset": spec.name, "name": es.name, "draw": draw,
                             "default": rec, "supervised": sup})
+            if saved is not None:
+                saved()
             if quiet:
                 continue
             log(f"  {spec.name} draw {draw} {fit.label}: {_summary(rec)}"
                 + (f" [{rec['chosen']}]" if "chosen" in rec else "")
                 + f"; {sup['estimator']}: {_summary(sup)}")
-    return records
 
 
-def run_stability(spec, X, y, n_labels, estimators, args, client) -> list[dict]:
+def run_stability(spec, X, y, n_labels, estimators, args, client, records, saved=None) -> None:
+    """The first draw's labels, every estimator whose fit depends on ``random_state`` fitted
+    with each of ``--random-states`` seeds; records appended and saved as in
+    :func:`run_dataset`."""
     from dask_ssl.data import stratified_split
     from dask_ssl.linalg import RowBlocks
 
@@ -535,7 +541,6 @@ def run_stability(spec, X, y, n_labels, estimators, args, client) -> list[dict]:
     ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
     split = stratified_split(y, n_labeled=n_labels, seed=0)
     y_train = split.y_train(y, marker=-1)
-    records = []
     for es in estimators:
         ok, why = es.applies(spec, args.exact_max)
         if ok and not es.random_state_matters:
@@ -552,8 +557,9 @@ def run_stability(spec, X, y, n_labels, estimators, args, client) -> list[dict]:
                 rec["chosen"] = chosen_candidate(est)[0]
             records.append({"dataset": spec.name, "name": es.name, "random_state": rs,
                             "default": rec})
+            if saved is not None:
+                saved()
             log(f"  {spec.name} random_state {rs} {fit.label}: {_summary(rec)}")
-    return records
 
 
 def warm_up(estimators, args, client) -> None:
@@ -569,7 +575,7 @@ def warm_up(estimators, args, client) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             run_dataset(spec, X, y, 20, estimators, argparse.Namespace(
-                **{**vars(args), "draws": 1, "ratio_draws": 0}), client, quiet=True)
+                **{**vars(args), "draws": 1, "ratio_draws": 0}), client, [], quiet=True)
 
 
 # tables ---------------------------------------------------------------------------------------
@@ -799,7 +805,13 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write every fit's record here")
     ap.add_argument("--plan", action="store_true", help="print which estimator runs where and "
                                                         "exit")
+    ap.add_argument("--table", default=None, metavar="JSON",
+                    help="print the table of a --json file (of a finished or stopped run) and "
+                         "exit")
     args = ap.parse_args()
+    if args.table:
+        print(saved_table(args.table))
+        return
 
     specs = select(data_specs(args), args.datasets, lambda s: s.name, "data set")
     estimators = select(estimator_specs(), args.estimators, lambda e: e.name, "estimator")
@@ -849,16 +861,17 @@ def main() -> None:
             meta[spec.name] = {"n": X.shape[0], "labels": n_labels}
             t0 = time.perf_counter()
             run = run_stability if stability else run_dataset
+            saved = (lambda: write_json(args, records, meta, header)) if args.json else None
             try:
-                records += run(spec, X, y, n_labels, estimators, args, client)
+                run(spec, X, y, n_labels, estimators, args, client, records, saved)
             except Exception as exc:  # noqa: BLE001 - e.g. the data could not be scattered
                 log(f"{spec.name}: stopped ({_error_text(exc)})")
+                done = {r["name"] for r in records if r["dataset"] == spec.name}
                 records += [{"dataset": spec.name, "name": e.name,
-                             "skipped": f"run stopped: {_error_text(exc)}"} for e in estimators]
+                             "skipped": f"run stopped: {_error_text(exc)}"} for e in estimators
+                            if e.name not in done]
             log(f"{spec.name}: done in {time.perf_counter() - t0:.1f} s; load average "
                 f"{load_text()}")
-            if args.json:
-                write_json(args, records, meta, header)
     footer = (f"- finished {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC after "
               f"{time.perf_counter() - t_run:.0f} s, load average at end: {load_text()}")
     print("\n".join(header + [footer, ""]))
@@ -873,6 +886,16 @@ def main() -> None:
               "Selection time ratio: default fit s / fit s with the chosen candidate given.")
     if args.json:
         write_json(args, records, meta, header + [footer])
+
+
+def saved_table(path) -> str:
+    """The header and table of a ``--json`` file, as the run that wrote it prints them (so far,
+    for a run that was stopped)."""
+    with open(path) as f:
+        doc = json.load(f)
+    body = (stability_markdown(doc["records"], doc["meta"], doc["args"]["random_states"])
+            if doc["args"]["random_states"] else markdown(summarize(doc["records"], doc["meta"])))
+    return "\n".join(doc["header"] + ["", body])
 
 
 def write_json(args, records, meta, header) -> None:
