@@ -6,6 +6,8 @@ its supervised counterpart on the same labels.
     python benchmarks/bench_safety.py --datasets moons,hw-pix --estimators LapRLS,GraphTransduction
     python benchmarks/bench_safety.py --rows-scale 0.02 --draws 1 --datasets moons,g50c-2k  # smoke
     python benchmarks/bench_safety.py --plan                            # what would run, no fit
+    python benchmarks/bench_safety.py --table safety.json               # a saved run's table
+    python benchmarks/bench_safety.py --datasets g50c --g50c-rows 10000 --draws 3  # other sizes
 
 Each semi-supervised estimator runs WITH ITS DEFAULTS: only ``client``, ``n_blocks``,
 ``random_state`` (0; the stability mode varies it) and, for LapRLS / LapSVM on more than
@@ -34,11 +36,13 @@ the error is on the unlabeled rows, i.e. transductive; classes binarized to 0/1)
 | name | rows | labels | what |
 |---|---|---|---|
 | moons | 1,000 | 10 (5 per class) | two moons, noise 0.1 |
-| g50c-2k, g50c-10k, g50c-50k | 2,000 / 10,000 / 50,000 | 100 | g50c-like: two 50-d unit Gaussians, Bayes error 5% (``dask_ssl.data.g50c``) |
+| g50c-2k, g50c-10k, g50c-50k | 2,000 / 10,000 / 50,000 (``--g50c-rows``) | 100 (``--g50c-labels``) | g50c-like: two 50-d unit Gaussians, Bayes error 5% (``dask_ssl.data.g50c``) |
 | hw-fac, hw-fou, hw-kar, hw-mor, hw-pix, hw-zer | 2,000 | 100 | UCI handwritten digits (HW.mat), one view each, class id 1 (digit 0 in the UCI files' order, 200 rows) vs the rest, features as stored |
 | bbc | 685 | 50 | BBC news (BBC.mat), the four segment views side by side (18,641 term counts), class id 3 (226 rows, the largest) vs the rest; ltc tf-idf ``(1 + log tf) log(n / df)``, rows l2-normalized |
-| kdd99 | 494,021 | 1,000 | KDD Cup 99 10% sample, attack vs normal (``dask_ssl.data.read_kdd99``) |
-| rcv1-100, rcv1-1000 | 200,000 | 100 / 1,000 | RCV1-like sparse text (``dask_ssl.data.rcv1_like``, seed 0) |
+| kdd99 | 494,021 | 1,000 (``--kdd99-labels``) | KDD Cup 99 10% sample, attack vs normal (``dask_ssl.data.read_kdd99``) |
+| rcv1-100, rcv1-1000 | 200,000 (``--rcv1-rows``) | 100 / 1,000 (``--rcv1-labels``) | RCV1-like sparse text (``dask_ssl.data.rcv1_like``, seed 0) |
+
+The sets run smallest first, so an interrupted run of the large ones keeps the small ones.
 
 Which estimators run where: LapRLS, LapSVM and GraphTransduction, LinearLapRLS, LinearLapSVM on
 every set (LapRLS / LapSVM exact up to ``--exact-max`` rows, Nystrom above); KernelDAS3VM only up
@@ -72,7 +76,7 @@ their spread max - min.
 
 The table goes to stdout as markdown (with the command line, library versions and the load
 average at start and end); progress lines go to stderr; ``--json PATH`` also writes every fit's
-record (rewritten after each data set, so an interrupted run keeps what it finished).
+record (rewritten after each fit, so an interrupted run keeps what it finished).
 """
 
 from __future__ import annotations
@@ -188,24 +192,44 @@ def _kdd99(scale):
     return _subsample(sp.csr_matrix(X), (np.asarray(y) > 0).astype(np.int64), scale)
 
 
-def _rcv1(scale):
-    from dask_ssl.data import rcv1_like
+def _rcv1(n):
+    def load(scale):
+        from dask_ssl.data import rcv1_like
 
-    X, y = rcv1_like(n_rows=_scaled(200_000, scale), seed=0)
-    return X, (y > 0).astype(np.int64)
+        X, y = rcv1_like(n_rows=_scaled(n, scale), seed=0)
+        return X, (y > 0).astype(np.int64)
+    return load
+
+
+def _count_name(n: int) -> str:
+    """``n`` rows as a set name's suffix: 2k for 2000, 12500 as is."""
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def _counts(text: str, what: str) -> list[int]:
+    try:
+        counts = [int(float(c)) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise SystemExit(f"{what}: comma-separated counts, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"{what}: counts of at least 1, got {text!r}")
+    return counts
 
 
 def data_specs(args) -> list[DataSpec]:
-    specs = [DataSpec("moons", "moons", 1000, 10, _moons, linear=False),
-             DataSpec("g50c-2k", "g50c-2k", 2000, 100, _g50c(2000))]
+    """The data sets, with the g50c-like rows, the KDD99 and RCV1-like label counts and the
+    RCV1-like rows the arguments give, smallest first (a run does the cheap sets first)."""
+    specs = [DataSpec("moons", "moons", 1000, 10, _moons, linear=False)]
+    specs += [DataSpec(f"g50c-{_count_name(n)}", f"g50c-{n}", n, args.g50c_labels, _g50c(n))
+              for n in _counts(args.g50c_rows, "--g50c-rows")]
     specs += [DataSpec(f"hw-{v}", f"hw-{v}", 2000, 100, _hw(v, args.hw_class)) for v in HW_VIEWS]
-    specs += [DataSpec("bbc", "bbc", 685, 50, _bbc(args.bbc_class)),
-              DataSpec("g50c-10k", "g50c-10k", 10_000, 100, _g50c(10_000)),
-              DataSpec("g50c-50k", "g50c-50k", 50_000, 100, _g50c(50_000)),
-              DataSpec("kdd99", "kdd99", 494_021, 1000, _kdd99),
-              DataSpec("rcv1-100", "rcv1", 200_000, 100, _rcv1),
-              DataSpec("rcv1-1000", "rcv1", 200_000, 1000, _rcv1)]
-    return specs
+    specs += [DataSpec("bbc", "bbc", 685, 50, _bbc(args.bbc_class))]
+    specs += [DataSpec("kdd99" if i == 0 else f"kdd99-{labels}", "kdd99", 494_021, labels,
+                       _kdd99)
+              for i, labels in enumerate(_counts(args.kdd99_labels, "--kdd99-labels"))]
+    specs += [DataSpec(f"rcv1-{labels}", "rcv1", args.rcv1_rows, labels, _rcv1(args.rcv1_rows))
+              for labels in _counts(args.rcv1_labels, "--rcv1-labels")]
+    return sorted(specs, key=lambda s: s.rows)
 
 
 def select(items, wanted: str | None, name=lambda x: x, what="item"):
@@ -452,15 +476,16 @@ def _summary(rec: dict) -> str:
     return f"{rec['error']:.2f}% in {rec['fit_s']:.1f} s"
 
 
-def run_dataset(spec, X, y, n_labels, estimators, args, client, quiet=False) -> list[dict]:
-    """Every estimator of ``estimators`` that applies, on ``--draws`` label draws; one record
-    per (estimator, draw)."""
+def run_dataset(spec, X, y, n_labels, estimators, args, client, records, saved=None,
+                quiet=False) -> None:
+    """Every estimator of ``estimators`` that applies, on ``--draws`` label draws: one record
+    per (estimator, draw) appended to ``records``, ``saved()`` called after each (a run
+    stopped in a large set keeps the draws it finished)."""
     from dask_ssl.data import stratified_split
     from dask_ssl.linalg import RowBlocks
 
     blocks = RowBlocks.from_array(X, client=client, n_blocks=args.blocks)
     ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
-    records = []
     for draw in range(args.draws):
         split = stratified_split(y, n_labeled=n_labels, seed=draw)
         y_train = split.y_train(y, marker=-1)
@@ -496,15 +521,19 @@ def run_dataset(spec, X, y, n_labels, estimators, args, client, quiet=False) -> 
             sup = shared[key]
             records.append({"dataset": spec.name, "name": es.name, "draw": draw,
                             "default": rec, "supervised": sup})
+            if saved is not None:
+                saved()
             if quiet:
                 continue
             log(f"  {spec.name} draw {draw} {fit.label}: {_summary(rec)}"
                 + (f" [{rec['chosen']}]" if "chosen" in rec else "")
                 + f"; {sup['estimator']}: {_summary(sup)}")
-    return records
 
 
-def run_stability(spec, X, y, n_labels, estimators, args, client) -> list[dict]:
+def run_stability(spec, X, y, n_labels, estimators, args, client, records, saved=None) -> None:
+    """The first draw's labels, every estimator whose fit depends on ``random_state`` fitted
+    with each of ``--random-states`` seeds; records appended and saved as in
+    :func:`run_dataset`."""
     from dask_ssl.data import stratified_split
     from dask_ssl.linalg import RowBlocks
 
@@ -512,7 +541,6 @@ def run_stability(spec, X, y, n_labels, estimators, args, client) -> list[dict]:
     ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
     split = stratified_split(y, n_labeled=n_labels, seed=0)
     y_train = split.y_train(y, marker=-1)
-    records = []
     for es in estimators:
         ok, why = es.applies(spec, args.exact_max)
         if ok and not es.random_state_matters:
@@ -529,8 +557,9 @@ def run_stability(spec, X, y, n_labels, estimators, args, client) -> list[dict]:
                 rec["chosen"] = chosen_candidate(est)[0]
             records.append({"dataset": spec.name, "name": es.name, "random_state": rs,
                             "default": rec})
+            if saved is not None:
+                saved()
             log(f"  {spec.name} random_state {rs} {fit.label}: {_summary(rec)}")
-    return records
 
 
 def warm_up(estimators, args, client) -> None:
@@ -546,7 +575,7 @@ def warm_up(estimators, args, client) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             run_dataset(spec, X, y, 20, estimators, argparse.Namespace(
-                **{**vars(args), "draws": 1, "ratio_draws": 0}), client, quiet=True)
+                **{**vars(args), "draws": 1, "ratio_draws": 0}), client, [], quiet=True)
 
 
 # tables ---------------------------------------------------------------------------------------
@@ -752,6 +781,17 @@ def main() -> None:
     ap.add_argument("--ratio-draws", type=int, default=1,
                     help="draws on which the selection time ratio is measured (one extra fit "
                          "each, with the chosen candidate given); 0 skips it")
+    ap.add_argument("--g50c-rows", default="2000,10000,50000",
+                    help="rows of the g50c-like sets (two 50-d Gaussians, Bayes error 5%%), "
+                         "comma-separated; each is a set named g50c-<rows>, 2000 -> g50c-2k")
+    ap.add_argument("--g50c-labels", type=int, default=100, help="labels of the g50c-like sets")
+    ap.add_argument("--kdd99-labels", default="1000",
+                    help="labels of the KDD99 set, comma-separated for several (the first is "
+                         "named kdd99, the others kdd99-<labels>)")
+    ap.add_argument("--rcv1-rows", type=int, default=200_000, help="rows of the RCV1-like sets")
+    ap.add_argument("--rcv1-labels", default="100,1000",
+                    help="labels of the RCV1-like sets, comma-separated; each is a set named "
+                         "rcv1-<labels> on the same rows")
     ap.add_argument("--hw-class", type=int, default=1,
                     help="HW class id (from 1) that is positive; 1 is digit 0")
     ap.add_argument("--bbc-class", type=int, default=3, help="BBC class id that is positive")
@@ -765,7 +805,13 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="also write every fit's record here")
     ap.add_argument("--plan", action="store_true", help="print which estimator runs where and "
                                                         "exit")
+    ap.add_argument("--table", default=None, metavar="JSON",
+                    help="print the table of a --json file (of a finished or stopped run) and "
+                         "exit")
     args = ap.parse_args()
+    if args.table:
+        print(saved_table(args.table))
+        return
 
     specs = select(data_specs(args), args.datasets, lambda s: s.name, "data set")
     estimators = select(estimator_specs(), args.estimators, lambda e: e.name, "estimator")
@@ -815,16 +861,17 @@ def main() -> None:
             meta[spec.name] = {"n": X.shape[0], "labels": n_labels}
             t0 = time.perf_counter()
             run = run_stability if stability else run_dataset
+            saved = (lambda: write_json(args, records, meta, header)) if args.json else None
             try:
-                records += run(spec, X, y, n_labels, estimators, args, client)
+                run(spec, X, y, n_labels, estimators, args, client, records, saved)
             except Exception as exc:  # noqa: BLE001 - e.g. the data could not be scattered
                 log(f"{spec.name}: stopped ({_error_text(exc)})")
+                done = {r["name"] for r in records if r["dataset"] == spec.name}
                 records += [{"dataset": spec.name, "name": e.name,
-                             "skipped": f"run stopped: {_error_text(exc)}"} for e in estimators]
+                             "skipped": f"run stopped: {_error_text(exc)}"} for e in estimators
+                            if e.name not in done]
             log(f"{spec.name}: done in {time.perf_counter() - t0:.1f} s; load average "
                 f"{load_text()}")
-            if args.json:
-                write_json(args, records, meta, header)
     footer = (f"- finished {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC after "
               f"{time.perf_counter() - t_run:.0f} s, load average at end: {load_text()}")
     print("\n".join(header + [footer, ""]))
@@ -839,6 +886,16 @@ def main() -> None:
               "Selection time ratio: default fit s / fit s with the chosen candidate given.")
     if args.json:
         write_json(args, records, meta, header + [footer])
+
+
+def saved_table(path) -> str:
+    """The header and table of a ``--json`` file, as the run that wrote it prints them (so far,
+    for a run that was stopped)."""
+    with open(path) as f:
+        doc = json.load(f)
+    body = (stability_markdown(doc["records"], doc["meta"], doc["args"]["random_states"])
+            if doc["args"]["random_states"] else markdown(summarize(doc["records"], doc["meta"])))
+    return "\n".join(doc["header"] + ["", body])
 
 
 def write_json(args, records, meta, header) -> None:
