@@ -154,6 +154,20 @@ def test_transductive_comr_has_the_same_limits(moons):
             _fit(moons, **limit).decision_function(Z), atol=1e-12)
 
 
+@pytest.mark.parametrize("formulation", ["semi-supervised", "transductive"])
+def test_the_coupling_is_a_mean_over_the_rows(moons, formulation):
+    """With the default "n2", gamma_I weighs ``1/(u+l)^2`` and the coupling ``1/(u+l)`` (a
+    sum over the rows, as CoRLS's): the fit of Rosenberg's unnormalized objective at those
+    coefficients."""
+    Xs, *_ = moons
+    n = Xs[0].shape[0]
+    scaled = _fit(moons, gamma_I=30.0, gamma_C=2.0, graph_normalization="n2",
+                  formulation=formulation)
+    raw = _fit(moons, gamma_I=30.0 / n ** 2, gamma_C=2.0 / n, formulation=formulation)
+    assert scaled.gamma_C_effective_ == pytest.approx(2.0 / n)
+    np.testing.assert_allclose(scaled.dual_coef_, raw.dual_coef_, rtol=1e-8, atol=1e-12)
+
+
 def test_auto_gamma_I_keeps_the_supervised_candidate(moons):
     fitted = _fit(moons, gamma_I="auto")
     rows = fitted.selection_

@@ -70,6 +70,15 @@ def _as_views(Xs):
     return check_views(Xs, min_views=1)
 
 
+def coupling_weight(gamma_C, graph_normalization: str, n_rows: int) -> float:
+    """The coefficient of ``||f^i - f^a||^2`` (a sum over the ``n_rows`` rows of the cloud):
+    ``gamma_C / (u + l)``, the package's coupling (the disagreement's mean, as in
+    :class:`~dask_ssl.multiview.CoRLS`), or ``gamma_C`` itself with
+    ``graph_normalization="none"`` (Rosenberg's Eq 4.3)."""
+    gamma_C = float(gamma_C)
+    return gamma_C if graph_normalization == "none" else gamma_C / float(n_rows)
+
+
 def comr_regularizer(eigenvalues, eigenvectors, ratio) -> np.ndarray:
     """``M~ = M (I + ratio M)^-1`` from the eigen-decomposition of ``M`` (Rosenberg Eq 4.3,
     ``ratio = gamma_I / 2 lambda``): ``V diag(mu / (1 + ratio mu)) V^T``; ``ratio = 0`` is
@@ -134,9 +143,13 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     gamma_C : float, default 1.0
         Rosenberg's lambda, the coupling ``lambda ||f^i - f^a||^2`` of the ambient and
         intrinsic views (his experiments fix 1). ``np.inf`` is manifold regularization
-        (LapRLS with ``M^intr``), 0 the supervised RLS. ``graph_normalization`` scales it as
-        it scales gamma_I (both weigh sums over the cloud), so the ratio ``gamma_I / gamma_C``
-        that shapes ``M~`` is the seeds'.
+        (LapRLS with ``M^intr``), 0 the supervised RLS. The coupling sums over the rows of the
+        cloud, so it weighs ``gamma_C / (u + l)`` (the disagreement's mean, CoRLS's
+        convention), or ``gamma_C`` with ``graph_normalization="none"`` (Rosenberg's Eq 4.3,
+        where his Table 4.2 values hold). ``M~`` is shaped by the ratio of the effective
+        weights, ``gamma_I_eff / (2 gamma_C_eff)``: with the default ``"n2"`` it is
+        ``gamma_I / (2 (u + l) gamma_C)``, so the candidates of ``gamma_I="auto"`` reach from
+        MR-like penalties (small ratios) to the capped ones.
     kernel : str or callable, default "rbf"
         The ambient kernel K on the rows (all views side by side), by
         :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable. Rosenberg's
@@ -186,7 +199,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     gamma_I_, gamma_I_effective_ : float
         The gamma_I used and its normalized value.
     gamma_C_effective_ : float
-        The coupling after ``graph_normalization``.
+        The coupling's coefficient (:func:`coupling_weight`).
     selection_ : list of dict
         With ``gamma_I="auto"``: per candidate ``gamma_I``, leave-one-out ``errors``,
         ``error``, ``stderr``, ``squared`` and ``chosen``; empty when nothing was chosen.
@@ -277,8 +290,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.kernel_params_ = kparams
         self.gamma_I_ = gamma_I
         self.gamma_I_effective_ = weight
-        unit = graph_term_weight(1.0, self.graph_normalization, n, total)
-        self.gamma_C_effective_ = float(self.gamma_C) * unit
+        self.gamma_C_effective_ = coupling_weight(self.gamma_C, self.graph_normalization, n)
         self.n_labeled_ = int(labeled.sum())
         self.transduction_ = self._labels_from_scores(self._scores(K @ sol.alpha))
         self.fit_seconds_ = time.perf_counter() - t0
@@ -289,8 +301,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         the choice of "auto" (sets ``selection_``)."""
         n = K.shape[0]
         L = np.flatnonzero(labeled)
-        coupling = float(self.gamma_C) * graph_term_weight(1.0, self.graph_normalization, n,
-                                                           total)
+        coupling = coupling_weight(self.gamma_C, self.graph_normalization, n)
         spectrum = []  # M's eigen-decomposition (and V^T K), once, for every candidate
 
         def eigen():
@@ -321,7 +332,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             if np.isinf(self.gamma_C):
                 return M, weight  # M~ = M: manifold regularization, no eigen-decomposition
             mu, V, _ = eigen()
-            return comr_regularizer(mu, V, g / (2.0 * self.gamma_C)), weight
+            return comr_regularizer(mu, V, weight / (2.0 * coupling)), weight
 
         def loo_outputs(g):
             if transductive(g):
