@@ -143,13 +143,20 @@ def graph_objective(est, M, codes) -> float:
 
 @dataclass
 class WorkerKill:
-    """One estimator of the worker-kill table: ``cls(**params)`` fitted on the campaign data;
-    ``checkpoint``: the estimator checkpoints its stages (S3VMs)."""
+    """One estimator of the worker-kill table: ``cls(**params)`` fitted on the campaign data
+    (``views`` > 1: that many views of it, a multi-view estimator); ``checkpoint``: the
+    estimator checkpoints its stages (S3VMs); ``outcome``: what must match the uninterrupted
+    fit when the estimator has no ``objective_`` and no graph (the fitted weights)."""
 
     name: str
     cls: type
     params: dict
     checkpoint: bool = False
+    views: int = 1
+    outcome: Callable | None = None
+
+    def fit_input(self, blocks):
+        return blocks if self.views == 1 else [blocks] * self.views
 
     def make(self, client, ckpt: Path | None):
         extra = {"checkpoint": str(ckpt)} if self.checkpoint and ckpt is not None else {}
@@ -158,12 +165,14 @@ class WorkerKill:
     def objective(self, est, reference) -> float:
         if hasattr(est, "objective_"):
             return est.objective_
+        if self.outcome is not None:
+            return self.outcome(est)
         M, codes = reference
         return graph_objective(est, M, codes)
 
     def reference(self, est, blocks):
         """What :meth:`objective` needs from the uninterrupted fit (the graph objective's M)."""
-        if hasattr(est, "objective_"):
+        if hasattr(est, "objective_") or self.outcome is not None:
             return None
         from dask_ssl.graph.dense import regularizer_matrix
 
@@ -176,6 +185,7 @@ class WorkerKill:
 
 def worker_kill_table():
     from dask_ssl.models import DAS3VM, TSVM, GraphTransduction, LapRLS, LinearLapRLS
+    from dask_ssl.multiview import CoRLS
 
     s3vm = dict(gamma_A=1e-2, gamma_u=1.0, pos_fraction=0.4)
     return [
@@ -187,6 +197,10 @@ def worker_kill_table():
                         n_neighbors=10, random_state=0)),
         WorkerKill("LinearLapRLS", LinearLapRLS, dict(random_state=0)),
         WorkerKill("LapRLS-primal", LapRLS, dict(solver="primal", random_state=0)),
+        # two views of the rows, view 2's loss weighed half (mu) so that the coupling acts;
+        # the primal Gram path, with its leave-one-out choice of gamma_C
+        WorkerKill("CoRLS-primal", CoRLS, dict(kernel="linear", mu=0.5, solver="gram"),
+                   views=2, outcome=lambda est: np.concatenate([w.ravel() for w in est.coef_])),
     ]
 
 
@@ -203,7 +217,7 @@ class WorkerKillRunner:
         from dask_ssl.data import read_svmlight
 
         blocks = read_svmlight(str(self.data), client=client, n_blocks=self.N_BLOCKS)
-        return scenario.make(client, ckpt).fit(blocks), blocks
+        return scenario.make(client, ckpt).fit(scenario.fit_input(blocks)), blocks
 
     def clean(self, scenario):
         """The uninterrupted fit (after a warm-up fit, so its time is a warm fit's)."""

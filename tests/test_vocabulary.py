@@ -37,7 +37,7 @@ VOCABULARY = {
     "loss": "V: 'squared', 'squared_hinge' or 'hinge'",
     "gamma_C": "coupling between views (thesis gamma_C, Rosenberg lambda), over 1/(u+l)",
     "mu": "weight of view 2's labeled loss against view 1's (thesis ch. 4 mu)",
-    "formulation": "CoRLS: the thesis' coupled system or Rosenberg's averaged one",
+    "formulation": "objective: CoRLS coupled or averaged, CoMR semi-supervised or transductive",
     "view_weights": "weights of the views' graphs in the multi-view graph (thesis alpha)",
     "combine": "multi-view prediction: the views' mean or one view",
     "initial_temperature": "DA's starting temperature T",
@@ -130,6 +130,7 @@ OVERRIDES[("CoLapSVM", "loss")] = "the two losses of thesis ch. 2"
 for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
     OVERRIDES[(_est, "n_components")] = "None: the exact kernels (or linear features at scale)"
 OVERRIDES[("CoRLS", "solver")] = "the dense block system or the primal one (Gram or CG)"
+OVERRIDES[("CoMR", "formulation")] = "Rosenberg's two CoMR objectives (4.3.3 and 4.3.1)"
 OVERRIDES[("CoMR", "gamma_C")] = "inf gives its MR limit; no 'auto' (gamma_I is what it selects)"
 
 #: Estimators whose y holds unlabeled rows by default.

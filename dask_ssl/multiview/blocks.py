@@ -212,6 +212,13 @@ class MultiViewBlocks:
                                      sum(self.n_features), False, self.labels)
         return self._joined
 
+    def forget_joined(self) -> None:
+        """Make the joined blocks again on the next :meth:`joined`: theirs are pinned to the
+        workers the views' blocks were on, and a lost worker's never come back."""
+        if self._joined is not None:
+            self.client.cancel(self._joined.blocks)
+        self._joined = None
+
     def as_views(self):
         """The views as a multi-view estimator takes them: a list of RowBlocks, or a dict by
         name."""

@@ -1,23 +1,33 @@
-"""Manifold co-regularization, semi-supervised CoMR (Rosenberg 4.3.3).
+"""Manifold co-regularization, CoMR (Rosenberg 4.3): semi-supervised (4.3.3, Eq 4.3) and
+transductive (4.3.1, the objective of his ref. [29] and of his experiments, Tables 4.3-4.4).
 
 Two views of one input: the ambient view, an RKHS on the rows (kernel ``K``), and the intrinsic
 view, functions on the cloud of training rows whose smoothness is ``f^T M^intr f`` with
-``M^intr = 1e-6 I + L^p`` (a kNN graph's normalized Laplacian). The prediction is the ambient
-function alone (``a^a = 1``, ``a^i = 0``) and the views are coupled by ``lambda ||f^i - f^a||^2``
-(``M^coreg``, ordered sum). Minimizing over the intrinsic function in closed form leaves
-manifold regularization with a modified graph term (Rosenberg Eq 4.3)::
+``M^intr = 1e-6 I + L^p`` (a kNN graph's normalized Laplacian). The views are coupled by
+``lambda ||f^i - f^a||^2`` (``M^coreg``, ordered sum) and the prediction out of sample is the
+ambient function alone. The two formulations differ in the labeled loss:
 
-    (1/l) sum_{labeled} (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I f^T M~ f,
-    M~ = M^intr (I + (gamma_I / 2 lambda) M^intr)^-1.
+- semi-supervised (``a^a = 1``, ``a^i = 0``): the loss on ``f^a``. Minimizing over the intrinsic
+  function in closed form leaves manifold regularization with a modified graph term (Eq 4.3)::
 
-lambda -> infinity gives MR (LapRLS with ``M^intr``), lambda -> 0 the supervised RLS; the
-eigenvalues ``mu`` of ``M^intr`` become ``mu / (1 + gamma_I mu / 2 lambda)``, so the term
-``gamma_I f^T M~ f`` weighs the graph's rough directions at most ``2 lambda`` each, like a
-Euclidean norm, and its smooth ones (``mu`` well below ``2 lambda / gamma_I``) as MR does. By Rosenberg Thm 3.2.1 this is RLS with the one-view point-cloud
-kernel of ``M~`` (:class:`~dask_ssl.multiview.MultiViewKernel`, equivalently the deformed kernel);
-the fit here solves the same minimizer as LapRLS does, with ``M~`` in place of ``L^p``
-(:func:`dask_ssl.solvers.dense.laprls_direct`), and predicts out of sample by the expansion
-``f(x) = sum_i alpha_i K(x_i, x)`` over the training rows.
+      (1/l) sum_{labeled} (y_i - f(x_i))^2 + gamma_A ||f||_K^2 + gamma_I f^T M~ f,
+      M~ = M^intr (I + (gamma_I / 2 lambda) M^intr)^-1.
+
+  The eigenvalues ``mu`` of ``M^intr`` become ``mu / (1 + gamma_I mu / 2 lambda)``, so the term
+  weighs the graph's rough directions at most ``2 lambda`` each, like a Euclidean norm, and its
+  smooth ones (``mu`` well below ``2 lambda / gamma_I``) as MR does. By Rosenberg Thm 3.2.1
+  this is RLS with the one-view point-cloud kernel of ``M~``
+  (:class:`~dask_ssl.multiview.MultiViewKernel`); the fit solves the LapRLS minimizer with
+  ``M~`` in place of ``L^p`` (:func:`dask_ssl.solvers.dense.laprls_direct`).
+- transductive: the loss on ``(f^a + f^i) / 2``. The labels then reach the intrinsic function
+  directly, which spreads them along the graph, and the ambient one follows it through the
+  coupling; Rosenberg (4.3.1) keeps ``f^a`` for out-of-sample predictions, as done here. The fit
+  is RLS on the labeled rows in the kernel of ``(f^a + f^i) / 2``
+  (:func:`transductive_kernel`).
+
+lambda -> infinity gives MR (LapRLS with ``M^intr``) in both; lambda -> 0 (or gamma_I = 0) is
+taken as the supervised RLS of the ambient view. ``f(x) = sum_i alpha_i K(x_i, x)`` over the
+training rows.
 """
 
 from __future__ import annotations
@@ -27,8 +37,9 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lu_factor, lu_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Options
+from sklearn.utils._param_validation import Options, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels.base import check_kernel, kernel_matrix
@@ -44,7 +55,7 @@ from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from ..models._selection_cost import measured_fit, selecting
 from ..models.manifold import AUTO_GAMMA_I, _loo_outputs
-from ..solvers.dense import laprls_direct
+from ..solvers.dense import DenseSolution, laprls_direct
 from . import _serving
 from .kernels import _stack
 from .views import check_views, views_at_predict
@@ -60,6 +71,15 @@ def _as_views(Xs):
     return check_views(Xs, min_views=1)
 
 
+def coupling_weight(gamma_C, graph_normalization: str, n_rows: int) -> float:
+    """The coefficient of ``||f^i - f^a||^2`` (a sum over the ``n_rows`` rows of the cloud):
+    ``gamma_C / (u + l)``, the package's coupling (the disagreement's mean, as in
+    :class:`~dask_ssl.multiview.CoRLS`), or ``gamma_C`` itself with
+    ``graph_normalization="none"`` (Rosenberg's Eq 4.3)."""
+    gamma_C = float(gamma_C)
+    return gamma_C if graph_normalization == "none" else gamma_C / float(n_rows)
+
+
 def comr_regularizer(eigenvalues, eigenvectors, ratio) -> np.ndarray:
     """``M~ = M (I + ratio M)^-1`` from the eigen-decomposition of ``M`` (Rosenberg Eq 4.3,
     ``ratio = gamma_I / 2 lambda``): ``V diag(mu / (1 + ratio mu)) V^T``; ``ratio = 0`` is
@@ -70,13 +90,43 @@ def comr_regularizer(eigenvalues, eigenvectors, ratio) -> np.ndarray:
     return (Mt + Mt.T) * 0.5
 
 
-class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
-    """Manifold co-regularization (semi-supervised CoMR, Rosenberg 4.3.3), squared loss,
-    multi-class one-vs-rest.
+def transductive_kernel(K, VtK, eigenvalues, eigenvectors, labeled_idx, *, gamma_A, gamma_I,
+                        coupling):
+    """The transductive CoMR objective (Rosenberg 4.3.1, the one of his ref. [29]) as RLS on the
+    labeled rows: ``(K~_LL, Z)`` such that ``beta = (K~_LL + l I)^-1 y`` fits and
+    ``alpha = Z beta / 2`` is the ambient function's expansion.
 
-    ``alpha = (J K + gamma_A l I + gamma_I_eff l M~ K)^-1 Y`` with the CoMR penalty
-    ``M~ = M^intr (I + (gamma_I / 2 gamma_C) M^intr)^-1``, ``M^intr = 1e-6 I + L^p``;
-    ``f(x) = sum_i alpha_i K(x_i, x)`` (no bias).
+    The objective over the ambient values ``a = K alpha`` and the intrinsic ones ``g``,
+    ``(1/l) ||(a + g)_L / 2 - y||^2 + gamma_A alpha^T K alpha + gamma_I g^T M g
+    + 2 lambda ||g - a||^2``, is a quadratic form ``P`` in ``(a, g)`` plus the loss of
+    ``phi = (a + g) / 2``; so ``phi`` is RLS in the kernel ``K~ = B P^-1 B^T``. Eliminating
+    ``g`` (``C = gamma_I M + 2 lambda I``) leaves ``S_aa = K (gamma_A I + gamma_I M~ K)^-1``
+    with Eq 4.3's ``M~``, and ``4 K~ = R^T S_aa R + C^-1`` with ``R = I + 2 lambda C^-1``:
+    no inverse of ``K`` (the linear kernel's is singular) or of ``M``. ``VtK = V^T K`` is
+    shared by every candidate gamma_I on one graph.
+    """
+    mu = np.maximum(eigenvalues, 0.0)
+    V = eigenvectors
+    L = labeled_idx
+    c = gamma_I * mu + 2.0 * coupling  # eigenvalues of C
+    A = (V * (2.0 * coupling * gamma_I * mu / c)) @ VtK  # gamma_I M~ K
+    A[np.diag_indices_from(A)] += gamma_A
+    C_inv_L = (V / c) @ V[L].T
+    R = 2.0 * coupling * C_inv_L
+    R[L, np.arange(L.size)] += 1.0
+    Z = lu_solve(lu_factor(A, overwrite_a=True), R)
+    Kt = 0.25 * (R.T @ (K @ Z) + C_inv_L[L])
+    return (Kt + Kt.T) * 0.5, Z
+
+
+class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
+    """Manifold co-regularization (CoMR, Rosenberg 4.3), squared loss, multi-class one-vs-rest.
+
+    Semi-supervised (Eq 4.3): ``alpha = (J K + gamma_A l I + gamma_I_eff l M~ K)^-1 Y`` with the
+    CoMR penalty ``M~ = M^intr (I + (gamma_I / 2 gamma_C) M^intr)^-1``,
+    ``M^intr = 1e-6 I + L^p``. Transductive (4.3.1): the loss on ``(f^a + f^i) / 2``, solved as
+    RLS in its kernel (:func:`transductive_kernel`). Both predict by
+    ``f(x) = sum_i alpha_i K(x_i, x)`` (no bias), the ambient function.
 
     Parameters
     ----------
@@ -94,9 +144,13 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     gamma_C : float, default 1.0
         Rosenberg's lambda, the coupling ``lambda ||f^i - f^a||^2`` of the ambient and
         intrinsic views (his experiments fix 1). ``np.inf`` is manifold regularization
-        (LapRLS with ``M^intr``), 0 the supervised RLS. ``graph_normalization`` scales it as
-        it scales gamma_I (both weigh sums over the cloud), so the ratio ``gamma_I / gamma_C``
-        that shapes ``M~`` is the seeds'.
+        (LapRLS with ``M^intr``), 0 the supervised RLS. The coupling sums over the rows of the
+        cloud, so it weighs ``gamma_C / (u + l)`` (the disagreement's mean, CoRLS's
+        convention), or ``gamma_C`` with ``graph_normalization="none"`` (Rosenberg's Eq 4.3,
+        where his Table 4.2 values hold). ``M~`` is shaped by the ratio of the effective
+        weights, ``gamma_I_eff / (2 gamma_C_eff)``: with the default ``"n2"`` it is
+        ``gamma_I / (2 (u + l) gamma_C)``, so the candidates of ``gamma_I="auto"`` reach from
+        MR-like penalties (small ratios) to the capped ones.
     kernel : str or callable, default "rbf"
         The ambient kernel K on the rows (all views side by side), by
         :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable. Rosenberg's
@@ -116,6 +170,12 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     graph_normalization : {"n2", "edges", "none"}, default "n2"
         gamma_I_eff = gamma_I / (u + l)^2 (thesis ch. 2, the package's default), gamma_I /
         sum W_ij, or gamma_I as Rosenberg writes Eq 4.3 (his Table 4.2 values need "none").
+    formulation : {"semi-supervised", "transductive"}, default "semi-supervised"
+        Rosenberg's semi-supervised CoMR (4.3.3, Eq 4.3: the labeled loss on the ambient
+        function ``f^a``, ``a^a = 1``, ``a^i = 0``), the form his thesis settles on; or the
+        transductive objective (4.3.1: the loss on ``(f^a + f^i) / 2``), the one of his ref.
+        [29], which his Tables 4.3-4.4 come from. Both predict by ``f^a``; the leave-one-out
+        of ``gamma_I="auto"`` scores the function the loss is on.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -140,7 +200,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     gamma_I_, gamma_I_effective_ : float
         The gamma_I used and its normalized value.
     gamma_C_effective_ : float
-        The coupling after ``graph_normalization``.
+        The coupling's coefficient (:func:`coupling_weight`).
     selection_ : list of dict
         With ``gamma_I="auto"``: per candidate ``gamma_I``, leave-one-out ``errors``,
         ``error``, ``stderr``, ``squared`` and ``chosen``; empty when nothing was chosen.
@@ -157,8 +217,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     def __init__(self, *, gamma_A=1e-6, gamma_I="auto", gamma_C=1.0, kernel="rbf",
                  kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p=1, graph_normalization="n2",
-                 search_epsilon=0.1, unlabeled=-1, client=None, n_blocks=None,
-                 random_state=None):
+                 search_epsilon=0.1, formulation="semi-supervised", unlabeled=-1, client=None,
+                 n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.gamma_C = gamma_C
@@ -173,14 +233,17 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.p = p
         self.graph_normalization = graph_normalization
         self.search_epsilon = search_epsilon
+        self.formulation = formulation
         self.unlabeled = unlabeled
         self.client = client
         self.n_blocks = n_blocks
         self.random_state = random_state
 
-    # gamma_C: also np.inf, the MR limit (the shared constraint is finite)
-    _parameter_constraints = constraints(__init__,
-                                         gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})])
+    # gamma_C: also np.inf, the MR limit (the shared constraint is finite); formulation:
+    # Rosenberg's two CoMR objectives, not CoRLS's systems
+    _parameter_constraints = constraints(
+        __init__, gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})],
+        formulation=[StrOptions({"semi-supervised", "transductive"})])
 
     def _check_params(self) -> None:
         validate(self)
@@ -234,8 +297,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.kernel_params_ = kparams
         self.gamma_I_ = gamma_I
         self.gamma_I_effective_ = weight
-        unit = graph_term_weight(1.0, self.graph_normalization, n, total)
-        self.gamma_C_effective_ = float(self.gamma_C) * unit
+        self.gamma_C_effective_ = coupling_weight(self.gamma_C, self.graph_normalization, n)
         self.n_labeled_ = int(labeled.sum())
         self.transduction_ = self._labels_from_scores(self._scores(K @ sol.alpha))
         self.fit_seconds_ = time.perf_counter() - t0
@@ -245,7 +307,29 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         """``(solution, gamma_I, gamma_I_eff)`` with ``M = M^intr``: the given ``gamma_I``, or
         the choice of "auto" (sets ``selection_``)."""
         n = K.shape[0]
-        eigen = []  # M's eigen-decomposition, once, for every candidate that needs it
+        L = np.flatnonzero(labeled)
+        coupling = coupling_weight(self.gamma_C, self.graph_normalization, n)
+        spectrum = []  # M's eigen-decomposition (and V^T K), once, for every candidate
+
+        def eigen():
+            if not spectrum:
+                mu, V = np.linalg.eigh(M)
+                spectrum.extend((mu, V, V.T @ K if self.formulation == "transductive" else None))
+            return spectrum
+
+        def transductive(g):
+            """Whether gamma_I = g needs the two-view solve: at either coupling limit, or
+            without a graph term, both formulations are one view's (MR or the supervised RLS)."""
+            return (self.formulation == "transductive" and g > 0
+                    and 0 < self.gamma_C < np.inf)
+
+        def two_views(g):
+            """``(K~_LL, Z, gamma_I_eff)`` of the transductive objective at gamma_I = g."""
+            mu, V, VtK = eigen()
+            weight = graph_term_weight(g, self.graph_normalization, n, total)
+            Kt, Z = transductive_kernel(K, VtK, mu, V, L, gamma_A=self.gamma_A, gamma_I=weight,
+                                        coupling=coupling)
+            return Kt, Z, weight
 
         def penalty(g):
             """``(M~, gamma_I_eff)`` at gamma_I = g; (None, 0) where the term vanishes."""
@@ -254,9 +338,17 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             weight = graph_term_weight(g, self.graph_normalization, n, total)
             if np.isinf(self.gamma_C):
                 return M, weight  # M~ = M: manifold regularization, no eigen-decomposition
-            if not eigen:
-                eigen.extend(np.linalg.eigh(M))
-            return comr_regularizer(*eigen, g / (2.0 * self.gamma_C)), weight
+            mu, V, _ = eigen()
+            return comr_regularizer(mu, V, weight / (2.0 * coupling)), weight
+
+        def loo_outputs(g):
+            if transductive(g):
+                Kt = two_views(g)[0]
+                H = Kt @ np.linalg.inv(Kt + L.size * np.eye(L.size))
+                YL = Y[L]
+                return YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
+            Mt, w = penalty(g)
+            return _loo_outputs(K, None if Mt is None else Mt @ K, w, Y, labeled, self.gamma_A)
 
         if self.gamma_I == "auto":
             gammas = AUTO_GAMMA_I
@@ -267,14 +359,11 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             gammas = (float(self.gamma_I),)
         self.selection_ = []
         if len(gammas) > 1:
-            # exact leave-one-out of RLS in each candidate's CoMR kernel (LapRLS's, with M~)
+            # exact leave-one-out of RLS in each candidate's CoMR kernel (the row left out
+            # stays in the graph)
             YL = Y[labeled]
-            outputs = []
             with selecting():
-                for g in gammas:
-                    Mt, w = penalty(g)
-                    outputs.append(_loo_outputs(K, None if Mt is None else Mt @ K, w, Y,
-                                                labeled, self.gamma_A))
+                outputs = [loo_outputs(g) for g in gammas]
             truth = truth_of(YL)
             wrong = np.array([truth_of(out) != truth for out in outputs])
             squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
@@ -283,10 +372,16 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best,
                                     supervised=supervised)
             gammas = (gammas[best],)
-        Mt, weight = penalty(gammas[0])
+        g = gammas[0]
+        if transductive(g):
+            Kt, Z, weight = two_views(g)
+            beta = np.linalg.solve(Kt + L.size * np.eye(L.size), Y[L])
+            sol = DenseSolution(0.5 * Z @ beta, np.zeros(Y.shape[1]), np.array([1]))
+            return sol, g, weight
+        Mt, weight = penalty(g)
         sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,
                             gamma_A=self.gamma_A, gamma_I=weight)
-        return sol, gammas[0], weight
+        return sol, g, weight
 
     # prediction --------------------------------------------------------------------------
     @staticmethod

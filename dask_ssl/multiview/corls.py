@@ -45,6 +45,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..cluster import get_client
 from ..kernels.base import kernel_matrix
+from ..linalg.recovery import solve_with_restarts
 from ..models._clone import SharesClient
 from ..models._constraints import COUNT, constraints, validate
 from ..models._graph_weight import truth_of
@@ -344,6 +345,9 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
         With ``n_components``: the Nystrom features kept per view (the rank of ``K_mm``).
     landmark_indices_ : list of ndarray or None
         With ``n_components``: each view's landmark rows.
+    restarts_ : int
+        Times a primal fit was repeated from the views' blocks after a lost worker (0 for
+        ``"direct"``, which runs on the driver).
     round_trips_ : int or None
         Round trips of a primal fit's system (Gram or CG products and the outputs; the feature
         maps and the RBF widths excluded); None for ``"direct"``.
@@ -489,6 +493,7 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
         self.dual_coef_ = corls_direct(Ks, Y, labeled, gamma_C=self.gamma_C_, **params)
         self.coef_ = self.n_features_out_ = self.landmark_indices_ = self.round_trips_ = None
         self.round_trips_per_iter_ = None
+        self.restarts_ = 0
         self.n_iter_ = 1
         self.expansion_points_ = list(views.arrays)
         self.kernel_params_ = kparams
@@ -499,23 +504,22 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
 
     def _fit_primal(self, mv, labels, gammas, mu, kernels, kparams, combine, solver):
         """The fit in the views' feature weights (:mod:`dask_ssl.multiview.corls_primal`) on
-        co-located row blocks."""
-        from .corls_primal import PrimalCoRLS, view_features
+        co-located row blocks. Its state is all on the workers with no cheaper point to go back
+        to, so a lost worker repeats it from the views' blocks (:func:`solve_with_restarts`),
+        which Dask recomputes or re-places; every step is deterministic given them."""
+        attempts = []
 
-        feats, maps, self.kernel_params_ = view_features(
-            mv, kernels, kparams, self.n_components, self.landmarks, self.random_state)
-        Y, labeled = labels.columns(), labels.labeled
-        system = PrimalCoRLS(feats, Y, labeled, gamma_A=gammas, mu=mu,
-                             formulation=self.formulation, gram=solver == "gram", tol=self.tol,
-                             max_iter=self.max_iter)
-        trips = system.blocks.round_trips - system.setup_round_trips
-        self.gamma_C_, self.selection_ = self._choose_gamma_C(
-            lambda gs: system.held_out_outputs(gs, combine), Y[labeled],
-            float(np.mean(gammas)))
-        W, info = system.solve(self.gamma_C_)
+        def fit():
+            if attempts:  # the joined blocks were pinned to the old workers
+                mv.forget_joined()
+            attempts.append(None)
+            return self._solve_primal(mv, labels, gammas, mu, kernels, kparams, combine, solver)
+
+        (system, W, maps, kernel_params, chosen, trips), self.restarts_ = \
+            solve_with_restarts(fit, what=type(self).__name__)
+        self.kernel_params_ = kernel_params
+        self.gamma_C_, self.selection_ = chosen
         Ws = system.split(W)
-        self.n_iter_ = info["n_iter"]
-        self.round_trips_per_iter_ = info["round_trips_per_iter"]
         if self.n_components is None:
             self.coef_, self.dual_coef_ = Ws, None
             self.expansion_points_ = [None] * len(Ws)
@@ -526,9 +530,28 @@ class CoRLS(SharesClient, CombinedViews, ClassifierMixin, BaseEstimator):
             self.expansion_points_ = [fm.components_ for fm in maps]
             self.n_features_out_ = tuple(int(fm.n_features_out_) for fm in maps)
             self.landmark_indices_ = [fm.component_indices_ for fm in maps]
+        self.round_trips_ = trips
+
+    def _solve_primal(self, mv, labels, gammas, mu, kernels, kparams, combine, solver):
+        """One attempt of :meth:`_fit_primal`: ``(system, W, feature maps, kernel parameters,
+        (gamma_C, selection), round trips)``; sets the solve's records and ``transduction_``."""
+        from .corls_primal import PrimalCoRLS, view_features
+
+        feats, maps, kernel_params = view_features(
+            mv, kernels, kparams, self.n_components, self.landmarks, self.random_state)
+        Y, labeled = labels.columns(), labels.labeled
+        system = PrimalCoRLS(feats, Y, labeled, gamma_A=gammas, mu=mu,
+                             formulation=self.formulation, gram=solver == "gram", tol=self.tol,
+                             max_iter=self.max_iter)
+        trips = system.blocks.round_trips - system.setup_round_trips
+        chosen = self._choose_gamma_C(lambda gs: system.held_out_outputs(gs, combine),
+                                      Y[labeled], float(np.mean(gammas)))
+        W, info = system.solve(chosen[0])
+        self.n_iter_ = info["n_iter"]
+        self.round_trips_per_iter_ = info["round_trips_per_iter"]
         scores = [squeeze_columns(S) for S in system.view_scores(W)]
-        self.round_trips_ = system.blocks.round_trips - trips
         self.transduction_ = labels_of(self.classes_, combined(scores, combine))
+        return system, W, maps, kernel_params, chosen, system.blocks.round_trips - trips
 
     def _choose_gamma_C(self, held_out, YL, scale):
         """``(gamma_C, selection_)``: the given value, or the choice of "auto" among
