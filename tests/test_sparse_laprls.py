@@ -115,6 +115,27 @@ def test_slack_on_the_workers_matches_the_direct_solve(client):
     np.testing.assert_allclose(workers.graph_scores_, direct.graph_scores_, atol=1e-5)
 
 
+def test_graph_products_on_the_workers_match_the_driver(client):
+    # restricted LapRLS with solver="graph": every M product (the greedy candidates' Q K_Nc,
+    # the Gram of the final basis) is a halo exchange on the workers, M never gathered
+    X, y, graph = problem(client, n_classes=3, n_labeled=9)
+    params = dict(method="laprls", gamma_A=1e-3, gamma_I=30.0, kernel_params=KP, p=2,
+                  n_basis=8, kappa=10, random_state=1)
+    direct = SparseLapRLS(**params).fit(X, y, graph=graph)
+    workers = SparseLapRLS(solver="graph", **params).fit(X, y, graph=graph)
+    np.testing.assert_array_equal(workers.basis_, direct.basis_)
+    np.testing.assert_allclose(workers.dual_coef_, direct.dual_coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(workers.objective_, direct.objective_, rtol=1e-10)
+    M = regularizer_matrix(graph, normalized=True, p=2, sparse=True)
+    held = solve.WorkerRegularizer(graph, normalized=True, p=2)
+    try:
+        V = np.random.default_rng(0).normal(size=(X.shape[0], 3))
+        np.testing.assert_allclose(held @ V, M @ V, rtol=1e-12, atol=1e-12)
+        assert held.products == 3
+    finally:
+        held.close()
+
+
 @pytest.mark.parametrize("solver", ["direct", "graph"])
 def test_decoupled_f_step_is_graph_transduction(client, solver):
     X, y, graph = problem(client, n=60)

@@ -163,8 +163,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         :func:`~dask_ssl.solvers.graph.solve_graph_system`, GraphTransduction's block CG on
         the workers (a greedy step solves its ``kappa`` candidate columns as one block), and
         the fit on the final basis is the thesis' alternation of f-steps (Eq 5.8, warm-started
-        from the last ``f``) and ``d x d`` beta-steps (Eq 5.9). ``M`` products of
-        ``"laprls"`` are on the driver with either.
+        from the last ``f``) and ``d x d`` beta-steps (Eq 5.9); the graph stays on the
+        workers, and every ``M`` product (``"laprls"``'s candidate scores, the objective) is
+        a halo exchange there. With ``"direct"`` ``M`` is gathered to the driver.
     tol : float, default 1e-6
         Relative tolerance of block CG and of the alternation's objective decrease.
     max_iter : int, default 200
@@ -290,15 +291,23 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         warn_graph(diag, labeled)
         l = int(labeled.sum())
         unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
-        M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
+        # the graph solver keeps the graph on the workers: M products are halo exchanges there
+        if self.solver == "graph":
+            M = solve.WorkerRegularizer(graph, normalized=self.normalized, p=self.p)
+        else:
+            M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
         Ybar = labels.columns()
         columns = solve.KernelColumns(points, self.kernel, kparams)
         problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n)
         # small dense solves gain nothing from BLAS threads, and on a shared host they lose
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
-        with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
-            gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
-            out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+        try:
+            with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
+                gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
+                out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+        finally:
+            if self.solver == "graph":
+                M.close()
         weight = gamma_I * unit
         fit, beta, F = out["fit"], out["beta"], out["F"]
         self.classes_ = labels.classes

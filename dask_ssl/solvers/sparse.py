@@ -20,7 +20,9 @@ per target column, so one greedy / l1 / fixed-basis machinery serves all of them
 
 The f-systems ``(g M + diag(fidelity)) F = B`` are solved by :class:`FSystem`: a sparse LU on
 the driver, or :func:`~dask_ssl.solvers.graph.solve_graph_system` (block CG on the workers,
-warm-started) for a graph held there.
+warm-started) for a graph held there. ``M`` itself is a CSR matrix on the driver, or
+:class:`WorkerRegularizer`, whose products run on the workers: every function here only
+multiplies by it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, solve_triangular
 from scipy.sparse.linalg import splu
 
+from ..graph.laplacian import LaplacianOperator
 from ..kernels.base import kernel_matrix
 from .graph import solve_graph_system
 
@@ -65,6 +68,26 @@ class KernelColumns:
                              kernel_params=self.kernel_params)
 
 
+class WorkerRegularizer:
+    """``M = L^p`` of a graph held on the workers, as far as ``M @ V`` goes: each product is
+    the :class:`~dask_ssl.graph.laplacian.LaplacianOperator`'s halo exchange (the vectors go
+    out and back, the graph stays), so ``M`` is never gathered to the driver. One operator
+    serves a whole fit; :meth:`close` frees it on the workers."""
+
+    def __init__(self, graph, *, normalized=True, p=1):
+        self.op = LaplacianOperator(graph, normalized=normalized, p=p)
+        self.shape = (graph.n_rows, graph.n_rows)
+        self.products = 0   # columns multiplied
+
+    def __matmul__(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        self.products += 1 if V.ndim == 1 else V.shape[1]
+        return self.op.matmat(V)
+
+    def close(self) -> None:
+        self.op.close()
+
+
 class FSystem:
     """Solves ``(g M + diag(fidelity)) F = B`` for the columns of ``B``.
 
@@ -72,7 +95,9 @@ class FSystem:
     matrix does not change during a fit): dense Cholesky up to :data:`DENSE_MAX_ROWS` rows,
     a sparse LU beyond. With a :class:`~dask_ssl.graph.weights.Graph` on the
     workers: each solve is :func:`~dask_ssl.solvers.graph.solve_graph_system` (the
-    GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``.
+    GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``;
+    ``M`` is then unused, and when it is a :class:`WorkerRegularizer` of that graph its
+    operator serves every solve (set up once, not once a solve).
     """
 
     def __init__(self, M, fidelity, g, *, graph=None, normalized=True, p=1, tol=1e-8,
@@ -84,6 +109,7 @@ class FSystem:
         self.solves = 0      # columns solved
         self.cg_passes = 0   # block CG passes (workers)
         self._lu = self._cho = None
+        self._op = M.op if isinstance(M, WorkerRegularizer) and graph is not None else None
         if graph is None:
             A = self.g * sp.csc_matrix(M) + sp.diags(self.fidelity)
             if self.n <= DENSE_MAX_ROWS:
@@ -103,7 +129,7 @@ class FSystem:
             X0 = None if X0 is None else np.asarray(X0, dtype=np.float64).reshape(B2.shape)
             sol = solve_graph_system(self.graph, self.fidelity, B2, gamma_I=self.g,
                                      normalized=self.normalized, p=self.p, partition=None,
-                                     tol=self.tol, max_iter=self.max_iter, X0=X0)
+                                     tol=self.tol, max_iter=self.max_iter, X0=X0, op=self._op)
             self.cg_passes += int(np.max(sol.cg.n_iter))
             F = sol.F
         return F.reshape(B.shape)
