@@ -1,9 +1,12 @@
 """SparseLapRLS (thesis ch. 5): greedy matching pursuit, the slack method and the decoupled
 method against dense solves, LapRLS and GraphTransduction."""
 
+import json
+
 import numpy as np
 import pytest
 
+from dask_ssl.cli import main
 from dask_ssl.data.generators import g50c, two_moons
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
@@ -13,6 +16,7 @@ from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.solvers import sparse as solve
 
+from .test_cli import write_problem
 from .test_manifold import small_problem
 
 KP = {"gamma": 4.0}
@@ -265,3 +269,66 @@ def test_gamma_I_auto_keeps_the_supervised_candidate_and_the_shared_rule(client)
         lone = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, few,
                                                                                 graph=graph)
     assert lone.gamma_I_ == 1e4 and lone.selection_ == []
+
+
+def test_cli_fit_stores_the_basis_and_predict_scores_on_the_workers(client, tmp_path):
+    data = tmp_path / "train.svm"
+    X, y = write_problem(data, n=150, unlabeled_every=3)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", "sparselaprls", "--n-basis",
+                     "0.1", "--basis", "greedy", "--method", "slack", "--nu", "0.5",
+                     "--gamma-I", "100", "--kernel-params", '{"gamma": 0.1}',
+                     "--n-neighbors", "8", "--model-out", str(model),
+                     "--outputs", str(tmp_path / "fit.out")]) == 0
+        assert main(["predict", "--model", str(model), "--data", str(data),
+                     "--outputs", str(tmp_path / "pred.out")]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert doc["estimator"] == "SparseLapRLS" and doc["n_basis_"] == 15
+    assert doc["params"]["n_basis"] == 0.1 and doc["params"]["nu"] == 0.5
+    # the model keeps its 15 basis rows (CSR, as read), nothing of the 150 training rows
+    with np.load(model / "arrays.npz") as arrays:
+        assert all(arrays[k].size < 15 * X.shape[1] + 16 for k in arrays.files)
+    est = load_model(model)
+    assert est.basis_points_.shape == (15, X.shape[1])
+    points = est.basis_points_.toarray()
+    np.testing.assert_allclose(points, X[est.basis_], rtol=1e-14)  # as the file wrote them
+    # predict read the file as row blocks and scored them on the workers: n_basis kernel
+    # evaluations a row
+    K = np.exp(-0.1 * ((X[:, None, :] - points[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "pred.out"), K @ est.dual_coef_[:, 0],
+                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "fit.out"),
+                               np.loadtxt(tmp_path / "pred.out"), rtol=1e-9, atol=1e-12)
+    truth = write_problem(tmp_path / "full.svm", n=150)[1]
+    hidden = y == 0
+    assert np.mean(np.sign(np.loadtxt(tmp_path / "pred.out"))[hidden] == truth[hidden]) > 0.8
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--algorithm", "sparselaprls", "--method", "sigmoidal"],
+     "'method' parameter of SparseLapRLS"),
+    (["--algorithm", "sparselaprls", "--n-basis", "0"], "'n_basis' parameter of SparseLapRLS"),
+    (["--algorithm", "sparselaprls", "--basis", "best"], "'basis' parameter of SparseLapRLS"),
+    (["--algorithm", "laprls", "--n-basis", "10"], "does not apply"),
+])
+def test_cli_refuses_bad_sparse_flags_before_reading(tmp_path, capsys, flags, message):
+    model = tmp_path / "model"
+    rc = main(["fit", "--data", str(tmp_path / "missing.svm"), "--model-out", str(model),
+               *flags])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not model.exists()
+
+
+def test_cli_n_basis_is_a_count_or_a_share(capsys):
+    from dask_ssl.cli import build_parser
+
+    parse = build_parser().parse_args
+    base = ["fit", "--data", "x.svm", "--model-out", "m", "--algorithm", "sparselaprls"]
+    assert parse(base + ["--n-basis", "500"]).n_basis == 500
+    assert isinstance(parse(base + ["--n-basis", "500"]).n_basis, int)
+    assert parse(base + ["--n-basis", "0.05"]).n_basis == 0.05
+    with pytest.raises(SystemExit):
+        parse(base + ["--n-basis", "five"])
+    assert "expected a row count (500) or a share" in capsys.readouterr().err
