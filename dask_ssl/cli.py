@@ -217,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--labeled", type=int, metavar="N",
                      help="keep a stratified N of the labels, treat the other rows as unlabeled")
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")
+    fit.add_argument("--random-state", dest="random_state", type=int, metavar="N",
+                     help="seed of the estimator's own draws (sparselaprls: the greedy "
+                          "candidates and a random basis; the kNN search, Nystrom landmarks); "
+                          "default: fresh draws each fit")
     fit.add_argument("--checkpoint", metavar="DIR",
                      help="checkpoint the outer loop after every stage (tsvm, da), the CG state "
                           "every 10 iterations (linlaprls), the Newton state after every step "
