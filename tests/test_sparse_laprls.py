@@ -350,3 +350,38 @@ def test_shipped_sparse_workflow(client, tmp_path):
     model = store_for(report["parameters"]).load()
     assert type(model).__name__ == "SparseLapRLS" and model.n_basis_ == 30
     assert model.basis_points_.shape == (30, 2) and model.dual_coef_.shape == (30, 1)
+
+
+def test_sigmoid_method_is_a_stationary_point_of_eq_5_5(client):
+    # Eq 5.5 written out densely here (M dense, the sigmoid explicit), its gradient by central
+    # differences: the fit is a stationary point below its supervised start
+    X, y, graph = problem(client)
+    J = np.array([1, 5, 9, 14, 20, 33])
+    est = SparseLapRLS(method="sigmoid", basis=J, gamma_A=1e-3, gamma_I=30.0, rho=2.0,
+                       kernel_params=KP, tol=1e-9, max_iter=5000).fit(X, y, graph=graph)
+    lab = y >= 0
+    l = int(lab.sum())
+    Y = np.where(y == 1, 1.0, -1.0)[lab]
+    a, g = l * 1e-3, l * est.gamma_I_effective_
+    M = regularizer_matrix(graph, normalized=True, p=1)
+    KNJ = np.exp(-4.0 * ((X[:, None, :] - X[J][None]) ** 2).sum(-1))
+
+    def R(b):
+        s = 1.0 / (1.0 + np.exp(-2.0 * (KNJ @ b)))
+        return (0.5 * a * b @ KNJ[J] @ b + 0.5 * g * s @ M @ s
+                + 0.5 * np.sum((Y - KNJ[lab] @ b) ** 2))
+
+    def grad(b, h=1e-6):
+        return np.array([(R(b + h * e) - R(b - h * e)) / (2 * h) for e in np.eye(b.size)])
+
+    beta = est.dual_coef_[:, 0]
+    b0 = np.linalg.solve(a * KNJ[J] + KNJ[lab].T @ KNJ[lab], KNJ[lab].T @ Y)
+    np.testing.assert_allclose(est.objective_, 2.0 / l * R(beta), rtol=1e-10)
+    assert R(beta) < R(b0) - 1e-3 * abs(R(b0))
+    assert np.linalg.norm(grad(beta)) <= 1e-4 * np.linalg.norm(grad(b0))
+    # the solver's analytic gradient is the derivative of Eq 5.5
+    b = np.random.default_rng(0).normal(size=J.size)
+    value, analytic = solve.sigmoid_objective(b, M, lab.astype(float), np.where(lab, y * 2.0 - 1, 0),
+                                              a, g, 2.0, KNJ, KNJ[J])
+    assert value == pytest.approx(R(b), rel=1e-12)
+    np.testing.assert_allclose(analytic, grad(b), rtol=1e-5, atol=1e-7)

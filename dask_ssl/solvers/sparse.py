@@ -364,3 +364,52 @@ def slack_alternate(fsys: FSystem, M, labeled, Ybar, a, g, nu, KNJ, KJJ, beta0, 
         if len(history) > 1 and history[-2] - history[-1] <= tol * abs(history[-1]):
             break
     return SlackFit(beta, f, history, it)
+
+
+def sigmoid_objective(beta, M, labeled, y, a, g, rho, KNJ, KJJ):
+    """Eq 5.5 for one target column and its gradient in ``beta``:
+    ``a/2 beta^T K_JJ beta + g/2 s^T M s + 1/2 ||Y - K_LJ beta||^2``, ``s = sigmoid(rho o)``,
+    ``o = K_NJ beta``; the graph term's gradient is ``K_NJ^T (g rho s (1 - s) * M s)``."""
+    from scipy.special import expit
+
+    o = KNJ @ beta
+    s = expit(rho * o)
+    Ms = M @ s
+    r = labeled * (o - y)
+    value = 0.5 * a * beta @ (KJJ @ beta) + 0.5 * g * s @ Ms + 0.5 * r @ r
+    grad = a * (KJJ @ beta) + KNJ.T @ (g * rho * s * (1.0 - s) * Ms + r)
+    return float(value), grad
+
+
+@dataclass
+class SigmoidFit:
+    """The sigmoid method on a fixed basis: ``beta`` (d, n_columns), Eq 5.5 per column at it,
+    and the nonlinear CG iterations per column."""
+
+    beta: np.ndarray
+    objective: np.ndarray
+    n_iter: np.ndarray
+
+
+def sigmoid_fit(M, labeled, Ybar, a, g, rho, KNJ, KJJ, *, tol=1e-6, max_iter=200) -> SigmoidFit:
+    """The sigmoid method (thesis 5.3.1, Eq 5.5) on the basis of ``KNJ``: nonlinear CG
+    (scipy's Polak-Ribiere ``CG``) per target column, started from the supervised fit on the
+    basis (``g = 0``, the labeled rows only: the thesis starts from a supervised solution, as
+    the objective is not convex and the nearest local minimum is the one meant), until the
+    gradient's norm falls to ``tol`` times its norm at the start."""
+    from scipy.optimize import minimize
+
+    lab = np.asarray(labeled, dtype=np.float64)
+    L = lab > 0
+    H = a * KJJ + KNJ[L].T @ KNJ[L]
+    B0 = np.linalg.lstsq((H + H.T) * 0.5, KNJ[L].T @ Ybar[L], rcond=None)[0]
+    beta = np.empty_like(B0)
+    values, iters = np.empty(B0.shape[1]), np.zeros(B0.shape[1], dtype=int)
+    for c in range(B0.shape[1]):
+        args = (M, lab, Ybar[:, c], a, g, rho, KNJ, KJJ)
+        start = np.linalg.norm(sigmoid_objective(B0[:, c], *args)[1])
+        res = minimize(sigmoid_objective, B0[:, c], args=args, jac=True, method="CG",
+                       options=dict(gtol=tol * max(start, np.finfo(float).tiny),
+                                    maxiter=max_iter))
+        beta[:, c], values[c], iters[c] = res.x, res.fun, res.nit
+    return SigmoidFit(beta, values, iters)
