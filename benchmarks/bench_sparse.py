@@ -6,8 +6,8 @@ scoring throughput against the full LapRLS.
     python benchmarks/bench_sparse.py throughput            # KDD99 sample and RCV1-like
     python benchmarks/bench_sparse.py throughput --data kdd99 --rows 20000 --fractions 0.05
 
-``throughput`` (issue 28's scoring target): ``--rows`` training rows and as many held-out
-rows, 1% of the training rows labeled (stratified, at least one a class), on a 2-worker
+``throughput`` (issue 28's scoring target): ``--rows`` training rows and ``--test-rows``
+held-out rows (as many by default), 1% of the training rows labeled (stratified, at least one a class), on a 2-worker
 LocalCluster of processes. The full :class:`~dask_ssl.models.LapRLS` (its defaults: the
 exact expansion over every training row, ``gamma_I`` and the graph chosen on the labeled
 rows) is fitted first; each :class:`~dask_ssl.models.SparseLapRLS` (``--method``, greedy
@@ -155,8 +155,8 @@ def bench(name, X, truth, n_labels, draws, fraction, client):
     return out
 
 
-def throughput_data(name, rows, seed=0):
-    """``(X_train, truth_train, X_test, truth_test)``: ``rows`` training and ``rows``
+def throughput_data(name, rows, test_rows, seed=0):
+    """``(X_train, truth_train, X_test, truth_test)``: ``rows`` training and ``test_rows``
     held-out rows of a KDD99 10% sample (dense, its 0/1-scaled encoding) or of the RCV1-like
     generator (sparse tf-idf), truth +1 / -1."""
     rng = np.random.default_rng(seed)
@@ -164,11 +164,11 @@ def throughput_data(name, rows, seed=0):
         from dask_ssl.data import read_kdd99
 
         X, truth = read_kdd99(str(KDD99))
-        keep = rng.choice(X.shape[0], 2 * rows, replace=False)
+        keep = rng.choice(X.shape[0], rows + test_rows, replace=False)
         X, truth = sp.csr_matrix(X)[keep].toarray(), np.asarray(truth)[keep]
     else:
-        X, truth = rcv1_like(n_rows=2 * rows, seed=seed)
-        perm = rng.permutation(2 * rows)
+        X, truth = rcv1_like(n_rows=rows + test_rows, seed=seed)
+        perm = rng.permutation(rows + test_rows)
         X, truth = X[perm], np.asarray(truth)[perm]
     return X[:rows], truth[:rows], X[rows:], truth[rows:]
 
@@ -208,7 +208,8 @@ def throughput(args):
     with local_cluster(2) as client:
         for name in args.data:
             rng = np.random.default_rng(args.seed)
-            Xtr, ttr, Xte, tte = throughput_data(name, args.rows, args.seed)
+            Xtr, ttr, Xte, tte = throughput_data(name, args.rows, args.test_rows or args.rows,
+                                                 args.seed)
             y = one_percent_labeled(ttr, rng)
             unl = y < 0
             blocks = RowBlocks.from_array(Xte, client=client, n_blocks=args.blocks)
@@ -258,6 +259,7 @@ def main(argv=None):
     rate.add_argument("--data", nargs="+", choices=["kdd99", "rcv1-like"],
                       default=["kdd99", "rcv1-like"])
     rate.add_argument("--rows", type=int, default=20000)
+    rate.add_argument("--test-rows", type=int, help="held-out rows scored (default --rows)")
     rate.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
     rate.add_argument("--method", choices=["laprls", "slack", "decoupled"], default="slack")
     rate.add_argument("--blocks", type=int, default=4)
