@@ -209,7 +209,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         The objective (LapRLS's units) per column at the fit.
     history_ : list of float
         Greedy: the objective (thesis units, summed over columns) after each basis function
-        entered; slack with ``solver="graph"``: Eq 5.7 per alternation.
+        entered (with ``"sigmoid"``, restricted LapRLS's, on which the basis grew); slack with
+        ``solver="graph"``: Eq 5.7 per alternation.
     n_iter_ : int
         Alternations of the slack fit with ``solver="graph"``; nonlinear CG iterations of the
         sigmoid method (the most over the class columns); 1 otherwise (one exact solve on the
