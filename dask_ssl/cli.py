@@ -126,8 +126,10 @@ def sparse_flags(parser) -> None:
     parser.add_argument("--basis", help="sparselaprls: how the basis is found: greedy (the "
                                         "default), random, lasso, lars")
     parser.add_argument("--method", help="sparselaprls: the objective on the basis: slack (the "
-                                         "default), laprls, decoupled")
+                                         "default), laprls, decoupled, sigmoid")
     parser.add_argument("--nu", type=float, help="sparselaprls: the slack coupling nu")
+    parser.add_argument("--rho", type=float, help="sparselaprls --method sigmoid: the sigmoid's "
+                                                  "slope rho")
 
 
 def view_flags(parser) -> None:

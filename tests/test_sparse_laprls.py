@@ -313,6 +313,7 @@ def test_cli_fit_stores_the_basis_and_predict_scores_on_the_workers(client, tmp_
      "'method' parameter of SparseLapRLS"),
     (["--algorithm", "sparselaprls", "--n-basis", "0"], "'n_basis' parameter of SparseLapRLS"),
     (["--algorithm", "sparselaprls", "--basis", "best"], "'basis' parameter of SparseLapRLS"),
+    (["--algorithm", "sparselaprls", "--rho", "-1"], "'rho' parameter of SparseLapRLS"),
     (["--algorithm", "laprls", "--n-basis", "10"], "does not apply"),
 ])
 def test_cli_refuses_bad_sparse_flags_before_reading(tmp_path, capsys, flags, message):

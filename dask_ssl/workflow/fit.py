@@ -59,7 +59,7 @@ ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkp
                    "gamma_I", "graph_normalization", "kernel", "kernel_params", "n_neighbors",
                    "p", "loss", "n_components", "landmarks", "metric", "weights", "prior",
                    "unlabeled_weight", "class_balance", "gamma_C", "n_basis", "basis",
-                   "method", "nu", "random_state")
+                   "method", "nu", "rho", "random_state")
 #: Flags whose value ``none`` switches a feature off (the parameter None).
 NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
