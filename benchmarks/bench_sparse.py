@@ -7,16 +7,16 @@ scoring throughput against the full LapRLS.
     python benchmarks/bench_sparse.py throughput --data kdd99 --rows 20000 --fractions 0.05
 
 ``throughput`` (issue 28's scoring target): ``--rows`` training rows and ``--test-rows``
-held-out rows (as many by default), 1% of the training rows labeled (stratified, at least one a class), on a 2-worker
-LocalCluster of processes. The full :class:`~dask_ssl.models.LapRLS` (its defaults: the
-exact expansion over every training row, ``gamma_I`` and the graph chosen on the labeled
-rows) is fitted first; each :class:`~dask_ssl.models.SparseLapRLS` (``--method``, greedy
-basis, ``n_basis`` from ``--fractions``) then uses its graph and its chosen ``gamma_I``, so
-the two differ only by the basis. Both score the held-out rows as row blocks on the workers
-(``decision_function`` on :class:`~dask_ssl.linalg.rowblocks.RowBlocks`, best of
-``--repeats``): rows per second of wall time, and the workers' CPU seconds, whose ratio holds
-on a loaded host. Errors are on the held-out rows (the scoring task) and on the unlabeled
-training rows.
+held-out rows (as many by default), 1% of the training rows labeled (stratified, at least one
+a class), on a 2-worker LocalCluster of processes. The full :class:`~dask_ssl.models.LapRLS`
+(its defaults: the exact expansion over every training row, ``gamma_I`` and the graph chosen
+on the labeled rows) is fitted first; each :class:`~dask_ssl.models.SparseLapRLS`
+(``--method``, greedy basis, ``n_basis`` from ``--fractions``) then uses its graph and its
+chosen ``gamma_I``, so the two differ only by the basis. Both score the held-out rows as row
+blocks on the workers (``decision_function`` on :class:`~dask_ssl.linalg.rowblocks.RowBlocks`,
+best of ``--repeats``): rows per second of wall time, and the workers' CPU seconds, whose ratio
+holds on a loaded host. Errors are on the held-out rows (the scoring task) and on the
+unlabeled training rows.
 
 Protocol (thesis 5.2, Tables 5.1 and 5.5): the rows are split 3:1 into training (labeled and
 unlabeled) and validation rows; two moons has 600 rows (450 training) and one labeled row per

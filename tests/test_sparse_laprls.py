@@ -382,7 +382,8 @@ def test_sigmoid_method_is_a_stationary_point_of_eq_5_5(client):
     assert np.linalg.norm(grad(beta)) <= 1e-4 * np.linalg.norm(grad(b0))
     # the solver's analytic gradient is the derivative of Eq 5.5
     b = np.random.default_rng(0).normal(size=J.size)
-    value, analytic = solve.sigmoid_objective(b, M, lab.astype(float), np.where(lab, y * 2.0 - 1, 0),
-                                              a, g, 2.0, KNJ, KNJ[J])
+    value, analytic = solve.sigmoid_objective(b, M, lab.astype(float),
+                                              np.where(lab, y * 2.0 - 1, 0), a, g, 2.0, KNJ,
+                                              KNJ[J])
     assert value == pytest.approx(R(b), rel=1e-12)
     np.testing.assert_allclose(analytic, grad(b), rtol=1e-5, atol=1e-7)
