@@ -261,7 +261,8 @@ def main(argv=None):
     rate.add_argument("--rows", type=int, default=20000)
     rate.add_argument("--test-rows", type=int, help="held-out rows scored (default --rows)")
     rate.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
-    rate.add_argument("--method", choices=["laprls", "slack", "decoupled"], default="slack")
+    rate.add_argument("--method", choices=["laprls", "slack", "decoupled", "sigmoid"],
+                      default="slack")
     rate.add_argument("--blocks", type=int, default=4)
     rate.add_argument("--repeats", type=int, default=2)
     rate.add_argument("--seed", type=int, default=0)
