@@ -104,6 +104,34 @@ def _number_or_auto(text: str):
         raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
+def _count_or_share(text: str):
+    """``--n-basis``: an int (that many rows), or a number with a point (that share of them)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a row count (500) or a share of the rows "
+                                         f"(0.05), got {text!r}") from None
+
+
+def sparse_flags(parser) -> None:
+    """The flags of a sparse model (sparselaprls): its basis and the objective on it."""
+    parser.add_argument("--n-basis", dest="n_basis", type=_count_or_share, metavar="D",
+                        help="sparselaprls: basis size d, a row count (500) or a share of the "
+                             "training rows (0.05; the default 0.1)")
+    # no argparse choices: the estimator's own check names them
+    parser.add_argument("--basis", help="sparselaprls: how the basis is found: greedy (the "
+                                        "default), random, lasso, lars")
+    parser.add_argument("--method", help="sparselaprls: the objective on the basis: slack (the "
+                                         "default), laprls, decoupled, sigmoid")
+    parser.add_argument("--nu", type=float, help="sparselaprls: the slack coupling nu")
+    parser.add_argument("--rho", type=float, help="sparselaprls --method sigmoid: the sigmoid's "
+                                                  "slope rho")
+
+
 def view_flags(parser) -> None:
     """``--view`` and ``--views``: the views of a multi-view model (corls, colaprls, colapsvm,
     comr), instead of ``--data``."""
@@ -184,12 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="transduction: labeled (cut the unlabeled rows' scores to the labeled "
                           "class mix), none, auto (the default: chosen on the labeled rows)")
     fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
+    sparse_flags(fit)
     # no argparse choices: the estimator's own check names the choices and old spellings
     fit.add_argument("--loss", help="loss V: lapsvm (squared_hinge, hinge), kda and bb "
                                     "(squared_hinge, squared)")
     fit.add_argument("--labeled", type=int, metavar="N",
                      help="keep a stratified N of the labels, treat the other rows as unlabeled")
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")
+    fit.add_argument("--random-state", dest="random_state", type=int, metavar="N",
+                     help="seed of the estimator's own draws (sparselaprls: the greedy "
+                          "candidates and a random basis; the kNN search, Nystrom landmarks); "
+                          "default: fresh draws each fit")
     fit.add_argument("--checkpoint", metavar="DIR",
                      help="checkpoint the outer loop after every stage (tsvm, da), the CG state "
                           "every 10 iterations (linlaprls), the Newton state after every step "

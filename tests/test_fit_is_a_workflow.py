@@ -46,6 +46,13 @@ CASES = {
                      "split: {labeled: 20, test_fraction: 0}\n"
                      "estimator: {name: GraphTransduction, params: {gamma_I: 1.0, prior: null, "
                      "class_balance: null, n_neighbors: 5}}\n"),
+    # a sparse kernel model: greedy basis on the slack objective, scored over its basis
+    "sparselaprls": (["--algorithm", "sparselaprls", "--n-basis", "0.05", "--nu", "0.5",
+                      "--gamma-I", "10", "--n-neighbors", "5", "--random-state", "2",
+                      "--labeled", "20"],
+                     "split: {labeled: 20, test_fraction: 0}\n"
+                     "estimator: {name: SparseLapRLS, params: {n_basis: 0.05, nu: 0.5, "
+                     "gamma_I: 10.0, n_neighbors: 5, random_state: 2}}\n"),
 }
 
 

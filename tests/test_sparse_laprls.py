@@ -1,9 +1,12 @@
 """SparseLapRLS (thesis ch. 5): greedy matching pursuit, the slack method and the decoupled
 method against dense solves, LapRLS and GraphTransduction."""
 
+import json
+
 import numpy as np
 import pytest
 
+from dask_ssl.cli import main
 from dask_ssl.data.generators import g50c, two_moons
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
@@ -12,8 +15,12 @@ from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.solvers import sparse as solve
+from dask_ssl.workflow.runner import new_run, run_workflow, store_for
+from dask_ssl.workflow.spec import load_workflow
 
+from .test_cli import write_problem
 from .test_manifold import small_problem
+from .test_workflow_run import ROOT
 
 KP = {"gamma": 4.0}
 
@@ -113,6 +120,27 @@ def test_slack_on_the_workers_matches_the_direct_solve(client):
     assert workers.n_iter_ > 1 and np.all(np.diff(workers.history_) <= 1e-9)
     np.testing.assert_allclose(workers.dual_coef_, direct.dual_coef_, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(workers.graph_scores_, direct.graph_scores_, atol=1e-5)
+
+
+def test_graph_products_on_the_workers_match_the_driver(client):
+    # restricted LapRLS with solver="graph": every M product (the greedy candidates' Q K_Nc,
+    # the Gram of the final basis) is a halo exchange on the workers, M never gathered
+    X, y, graph = problem(client, n_classes=3, n_labeled=9)
+    params = dict(method="laprls", gamma_A=1e-3, gamma_I=30.0, kernel_params=KP, p=2,
+                  n_basis=8, kappa=10, random_state=1)
+    direct = SparseLapRLS(**params).fit(X, y, graph=graph)
+    workers = SparseLapRLS(solver="graph", **params).fit(X, y, graph=graph)
+    np.testing.assert_array_equal(workers.basis_, direct.basis_)
+    np.testing.assert_allclose(workers.dual_coef_, direct.dual_coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(workers.objective_, direct.objective_, rtol=1e-10)
+    M = regularizer_matrix(graph, normalized=True, p=2, sparse=True)
+    held = solve.WorkerRegularizer(graph, normalized=True, p=2)
+    try:
+        V = np.random.default_rng(0).normal(size=(X.shape[0], 3))
+        np.testing.assert_allclose(held @ V, M @ V, rtol=1e-12, atol=1e-12)
+        assert held.products == 3
+    finally:
+        held.close()
 
 
 @pytest.mark.parametrize("solver", ["direct", "graph"])
@@ -244,3 +272,118 @@ def test_gamma_I_auto_keeps_the_supervised_candidate_and_the_shared_rule(client)
         lone = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, few,
                                                                                 graph=graph)
     assert lone.gamma_I_ == 1e4 and lone.selection_ == []
+
+
+def test_cli_fit_stores_the_basis_and_predict_scores_on_the_workers(client, tmp_path):
+    data = tmp_path / "train.svm"
+    X, y = write_problem(data, n=150, unlabeled_every=3)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", "sparselaprls", "--n-basis",
+                     "0.1", "--basis", "greedy", "--method", "slack", "--nu", "0.5",
+                     "--gamma-I", "100", "--kernel-params", '{"gamma": 0.1}',
+                     "--n-neighbors", "8", "--model-out", str(model),
+                     "--outputs", str(tmp_path / "fit.out")]) == 0
+        assert main(["predict", "--model", str(model), "--data", str(data),
+                     "--outputs", str(tmp_path / "pred.out")]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert doc["estimator"] == "SparseLapRLS" and doc["n_basis_"] == 15
+    assert doc["params"]["n_basis"] == 0.1 and doc["params"]["nu"] == 0.5
+    # the model keeps its 15 basis rows (CSR, as read), nothing of the 150 training rows
+    with np.load(model / "arrays.npz") as arrays:
+        assert all(arrays[k].size < 15 * X.shape[1] + 16 for k in arrays.files)
+    est = load_model(model)
+    assert est.basis_points_.shape == (15, X.shape[1])
+    points = est.basis_points_.toarray()
+    np.testing.assert_allclose(points, X[est.basis_], rtol=1e-14)  # as the file wrote them
+    # predict read the file as row blocks and scored them on the workers: n_basis kernel
+    # evaluations a row
+    K = np.exp(-0.1 * ((X[:, None, :] - points[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "pred.out"), K @ est.dual_coef_[:, 0],
+                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "fit.out"),
+                               np.loadtxt(tmp_path / "pred.out"), rtol=1e-9, atol=1e-12)
+    truth = write_problem(tmp_path / "full.svm", n=150)[1]
+    hidden = y == 0
+    assert np.mean(np.sign(np.loadtxt(tmp_path / "pred.out"))[hidden] == truth[hidden]) > 0.8
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--algorithm", "sparselaprls", "--method", "sigmoidal"],
+     "'method' parameter of SparseLapRLS"),
+    (["--algorithm", "sparselaprls", "--n-basis", "0"], "'n_basis' parameter of SparseLapRLS"),
+    (["--algorithm", "sparselaprls", "--basis", "best"], "'basis' parameter of SparseLapRLS"),
+    (["--algorithm", "sparselaprls", "--rho", "-1"], "'rho' parameter of SparseLapRLS"),
+    (["--algorithm", "laprls", "--n-basis", "10"], "does not apply"),
+])
+def test_cli_refuses_bad_sparse_flags_before_reading(tmp_path, capsys, flags, message):
+    model = tmp_path / "model"
+    rc = main(["fit", "--data", str(tmp_path / "missing.svm"), "--model-out", str(model),
+               *flags])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not model.exists()
+
+
+def test_cli_n_basis_is_a_count_or_a_share(capsys):
+    from dask_ssl.cli import build_parser
+
+    parse = build_parser().parse_args
+    base = ["fit", "--data", "x.svm", "--model-out", "m", "--algorithm", "sparselaprls"]
+    assert parse(base + ["--n-basis", "500"]).n_basis == 500
+    assert isinstance(parse(base + ["--n-basis", "500"]).n_basis, int)
+    assert parse(base + ["--n-basis", "0.05"]).n_basis == 0.05
+    with pytest.raises(SystemExit):
+        parse(base + ["--n-basis", "five"])
+    assert "expected a row count (500) or a share" in capsys.readouterr().err
+
+
+def test_shipped_sparse_workflow(client, tmp_path):
+    """workflows/sparse-moons.yaml as shipped: GREEDY+SLACK on two moons, one label a class,
+    labels the held-out rows right and stores a model of its 30 basis rows."""
+    wf = load_workflow(ROOT / "workflows" / "sparse-moons.yaml",
+                       [f"outputs.runs={tmp_path / 'runs'}",
+                        f"outputs.model_store={tmp_path / 'models'}",
+                        "outputs.performance_report=false", "outputs.plots=false"])
+    report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    assert report["split"]["n_labeled"] == 2 and report["split"]["n_test"] == 100
+    assert report["metrics"]["error"] <= 0.02 and report["metrics"]["error_unlabeled"] <= 0.02
+    model = store_for(report["parameters"]).load()
+    assert type(model).__name__ == "SparseLapRLS" and model.n_basis_ == 30
+    assert model.basis_points_.shape == (30, 2) and model.dual_coef_.shape == (30, 1)
+
+
+def test_sigmoid_method_is_a_stationary_point_of_eq_5_5(client):
+    # Eq 5.5 written out densely here (M dense, the sigmoid explicit), its gradient by central
+    # differences: the fit is a stationary point below its supervised start
+    X, y, graph = problem(client)
+    J = np.array([1, 5, 9, 14, 20, 33])
+    est = SparseLapRLS(method="sigmoid", basis=J, gamma_A=1e-3, gamma_I=30.0, rho=2.0,
+                       kernel_params=KP, tol=1e-9, max_iter=5000).fit(X, y, graph=graph)
+    lab = y >= 0
+    l = int(lab.sum())
+    Y = np.where(y == 1, 1.0, -1.0)[lab]
+    a, g = l * 1e-3, l * est.gamma_I_effective_
+    M = regularizer_matrix(graph, normalized=True, p=1)
+    KNJ = np.exp(-4.0 * ((X[:, None, :] - X[J][None]) ** 2).sum(-1))
+
+    def R(b):
+        s = 1.0 / (1.0 + np.exp(-2.0 * (KNJ @ b)))
+        return (0.5 * a * b @ KNJ[J] @ b + 0.5 * g * s @ M @ s
+                + 0.5 * np.sum((Y - KNJ[lab] @ b) ** 2))
+
+    def grad(b, h=1e-6):
+        return np.array([(R(b + h * e) - R(b - h * e)) / (2 * h) for e in np.eye(b.size)])
+
+    beta = est.dual_coef_[:, 0]
+    b0 = np.linalg.solve(a * KNJ[J] + KNJ[lab].T @ KNJ[lab], KNJ[lab].T @ Y)
+    np.testing.assert_allclose(est.objective_, 2.0 / l * R(beta), rtol=1e-10)
+    assert R(beta) < R(b0) - 1e-3 * abs(R(b0))
+    assert np.linalg.norm(grad(beta)) <= 1e-4 * np.linalg.norm(grad(b0))
+    # the solver's analytic gradient is the derivative of Eq 5.5
+    b = np.random.default_rng(0).normal(size=J.size)
+    value, analytic = solve.sigmoid_objective(b, M, lab.astype(float),
+                                              np.where(lab, y * 2.0 - 1, 0), a, g, 2.0, KNJ,
+                                              KNJ[J])
+    assert value == pytest.approx(R(b), rel=1e-12)
+    np.testing.assert_allclose(analytic, grad(b), rtol=1e-5, atol=1e-7)

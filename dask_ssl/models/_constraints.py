@@ -76,11 +76,12 @@ SHARED = {
     # sparse models (thesis ch. 5)
     "n_basis": [COUNT, Interval(RealNotInt, 0, 1, closed="right")],  # d: a count or a share of n
     "basis": [StrOptions({"greedy", "random", "lasso", "lars"}), "array-like"],  # J
-    "method": [StrOptions({"laprls", "slack", "decoupled"})],  # the objective on the basis
+    "method": [StrOptions({"laprls", "slack", "decoupled", "sigmoid"})],  # objective on the basis
     "kappa": [COUNT],  # greedy candidates a step
     "nu": [POSITIVE],  # slack coupling
     "gamma_S": [NON_NEGATIVE],  # l1 weight of a sparse fit
     "sign_tol": [Interval(Real, 0, 1, closed="both")],  # the no-sign-change filter (eps)
+    "rho": [POSITIVE],  # slope of the sigmoid method's output squashing
     # solvers
     "tol": [POSITIVE],
     "max_iter": [COUNT],

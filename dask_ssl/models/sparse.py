@@ -11,7 +11,10 @@ matching pursuit (``basis="greedy"``), drawn at random, read off an l1 path (``"
   basis outputs by ``nu/2 ||f - K_NJ beta||^2``; with ``basis="greedy"`` this is the thesis'
   GREEDY+SLACK, with a given basis (e.g. a GREEDY model's ``basis_``) its SLACK;
 - ``"decoupled"``: the fully decoupled method, graph transduction ``(gamma_I M + I_L) f = Ybar``
-  first, then a sparse supervised fit ``gamma_A/2 ||h||^2 + nu/2 ||f - h||^2`` to its scores.
+  first, then a sparse supervised fit ``gamma_A/2 ||h||^2 + nu/2 ||f - h||^2`` to its scores;
+- ``"sigmoid"``: the sigmoid method (Eq 5.5), the graph term on ``s = sigmoid(rho o)`` instead
+  of the outputs ``o``; not convex, minimized by nonlinear CG from the supervised fit on the
+  basis.
 
 The computations are in :mod:`dask_ssl.solvers.sparse`.
 """
@@ -50,7 +53,7 @@ from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
                        restore_expansion_info)
 
 BASES = ("greedy", "random", "lasso", "lars")
-METHODS = ("laprls", "slack", "decoupled")
+METHODS = ("laprls", "slack", "decoupled", "sigmoid")
 SOLVERS = ("direct", "graph")
 #: Where SparseLapRLS narrows the shared constraints: its own solvers.
 _OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))])
@@ -117,11 +120,13 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         least-squares form of R; O(n^3), small data) first holds ``d`` functions, refitted
         without the l1 term; the path's ``gamma_S`` (thesis units) is kept in ``gamma_S_``.
         An array: those rows.
-    method : {"laprls", "slack", "decoupled"}, default "slack"
+    method : {"laprls", "slack", "decoupled", "sigmoid"}, default "slack"
         The objective (see the module docstring). With ``"slack"`` the greedy scores are
         those of the slack objective with ``f`` minimized out exactly (the candidate's
         coefficient and ``f`` jointly optimal, ``beta_J`` fixed): the thesis' GREEDY+SLACK
-        scores a candidate after a few CG iterations on ``f`` instead.
+        scores a candidate after a few CG iterations on ``f`` instead. ``"sigmoid"`` finds
+        a greedy or l1 basis on restricted LapRLS's objective (Eq 5.5 is not a quadratic to
+        score candidates on), then minimizes Eq 5.5 on it.
     kappa : int, default 50
         kappa, candidates scored per greedy step.
     gamma_A : float, default 1e-6
@@ -144,6 +149,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         labeled squared loss (``nu/2`` against ``1/2`` in the thesis' units). ``nu -> inf``
         gives restricted LapRLS on the basis. For ``"decoupled"`` only ``gamma_A / nu``
         matters (the ridge of the supervised fit to the transduction scores).
+    rho : float, default 1.0
+        rho, the sigmoid's slope in ``s_i = 1 / (1 + exp(-rho o_i))`` (``method="sigmoid"``
+        only; the thesis gives no value).
     kernel, kernel_params
         Base kernel K (:class:`LapRLS`; the default RBF width is filled into
         ``kernel_params_``).
@@ -164,12 +172,15 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         :func:`~dask_ssl.solvers.graph.solve_graph_system`, GraphTransduction's block CG on
         the workers (a greedy step solves its ``kappa`` candidate columns as one block), and
         the fit on the final basis is the thesis' alternation of f-steps (Eq 5.8, warm-started
-        from the last ``f``) and ``d x d`` beta-steps (Eq 5.9). ``M`` products of
-        ``"laprls"`` are on the driver with either.
+        from the last ``f``) and ``d x d`` beta-steps (Eq 5.9); the graph stays on the
+        workers, and every ``M`` product (``"laprls"``'s candidate scores, the objective) is
+        a halo exchange there. With ``"direct"`` ``M`` is gathered to the driver.
     tol : float, default 1e-6
-        Relative tolerance of block CG and of the alternation's objective decrease.
+        Relative tolerance of block CG, of the alternation's objective decrease and of the
+        sigmoid method's gradient norm.
     max_iter : int, default 200
-        Alternations of the slack fit (``solver="graph"``).
+        Alternations of the slack fit (``solver="graph"``); nonlinear CG iterations of the
+        sigmoid method.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -199,10 +210,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         The objective (LapRLS's units) per column at the fit.
     history_ : list of float
         Greedy: the objective (thesis units, summed over columns) after each basis function
-        entered; slack with ``solver="graph"``: Eq 5.7 per alternation.
+        entered (with ``"sigmoid"``, restricted LapRLS's, on which the basis grew); slack with
+        ``solver="graph"``: Eq 5.7 per alternation.
     n_iter_ : int
-        Alternations of the slack fit with ``solver="graph"``; 1 otherwise (one exact solve
-        on the final basis).
+        Alternations of the slack fit with ``solver="graph"``; nonlinear CG iterations of the
+        sigmoid method (the most over the class columns); 1 otherwise (one exact solve on the
+        final basis).
     selection_ : list of dict
         With ``gamma_I="auto"`` and enough labels: per candidate its ``gamma_I``, held-out
         ``errors``, ``error``, ``stderr``, ``squared`` residual, ``chosen`` and
@@ -216,7 +229,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     """
 
     def __init__(self, *, n_basis=0.1, basis="greedy", method="slack", kappa=50,
-                 gamma_A=1e-6, gamma_I="auto", nu=1.0, kernel="rbf", kernel_params=None,
+                 gamma_A=1e-6, gamma_I="auto", nu=1.0, rho=1.0, kernel="rbf",
+                 kernel_params=None,
                  n_neighbors=10, metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p=1, graph_normalization="n2",
                  solver="direct", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
@@ -228,6 +242,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.nu = nu
+        self.rho = rho
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.n_neighbors = n_neighbors
@@ -297,15 +312,23 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         warn_graph(diag, labeled)
         l = int(labeled.sum())
         unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
-        M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
+        # the graph solver keeps the graph on the workers: M products are halo exchanges there
+        if self.solver == "graph":
+            M = solve.WorkerRegularizer(graph, normalized=self.normalized, p=self.p)
+        else:
+            M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
         Ybar = labels.columns()
         columns = solve.KernelColumns(points, self.kernel, kparams)
         problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n)
         # small dense solves gain nothing from BLAS threads, and on a shared host they lose
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
-        with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
-            gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
-            out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+        try:
+            with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
+                gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
+                out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+        finally:
+            if self.solver == "graph":
+                M.close()
         weight = gamma_I * unit
         fit, beta, F = out["fit"], out["beta"], out["F"]
         self.classes_ = labels.classes
@@ -382,7 +405,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                           normalized=self.normalized, p=self.p, tol=self.tol)
         method = "laprls" if self.method == "decoupled" and weight == 0 else self.method
         fsys, F = None, None
-        if method == "laprls":
+        if method in ("laprls", "sigmoid"):
             quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
         elif method == "slack":
             fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
@@ -422,6 +445,10 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             else:
                 # f of the exact minimizer: the f-step at the final beta
                 F = fsys.solve(Ybar + nu * (fit.KNJ @ beta))
+        elif method == "sigmoid":
+            res = solve.sigmoid_fit(M, labeled, Ybar, a, g, float(self.rho), fit.KNJ,
+                                    fit.KNJ[fit.basis], tol=self.tol, max_iter=self.max_iter)
+            beta, objective, n_iter = res.beta, res.objective, int(res.n_iter.max())
         return dict(fit=fit, beta=beta, F=F, history=history, n_iter=n_iter,
                     objective=objective, gamma_S=gamma_S)
 

@@ -31,15 +31,20 @@ class GraphSolution:
 def solve_graph_system(graph: Graph, a, B, *, gamma_I, normalized: bool = True,
                        p: int = 1, partition="metis", preconditioner="block", tol: float = 1e-6,
                        max_iter: int = 2000, X0=None, a_precond=None,
-                       fill_budget: float | None = None) -> GraphSolution:
+                       fill_budget: float | None = None,
+                       op: LaplacianOperator | None = None) -> GraphSolution:
     """``F`` with ``(gamma_I L^p + diag(a)) F = B`` (``a > 0`` wherever a component of the
     graph needs it to be nonsingular), started from ``X0``; the workers' operator and system
     are released whatever happens. ``gamma_I`` (a float or one per column of ``B``) and ``a``
     (``(n,)`` or ``(n, n_columns)``) may differ by column: a grid of weights, folds and classes
     solved as the columns of one block CG. ``a_precond``: the fidelities the block
     preconditioner factors; ``fill_budget``: the largest fill of a block it factors (see
-    :class:`~dask_ssl.graph.system.GraphSystem`)."""
-    op = LaplacianOperator(graph, normalized=normalized, p=p, partition=partition)
+    :class:`~dask_ssl.graph.system.GraphSystem`). ``op``: an operator of ``graph`` the caller
+    holds open across many solves (then ``normalized``, ``p`` and ``partition`` are its own,
+    and it stays open)."""
+    owned = op is None
+    if owned:
+        op = LaplacianOperator(graph, normalized=normalized, p=p, partition=partition)
     try:
         system = GraphSystem(op, gamma_I, a, B, X0=X0, preconditioner=preconditioner,
                              a_precond=a_precond, fill_budget=fill_budget)
@@ -49,4 +54,5 @@ def solve_graph_system(graph: Graph, a, B, *, gamma_I, normalized: bool = True,
         finally:
             system.close()
     finally:
-        op.close()
+        if owned:
+            op.close()

@@ -20,7 +20,9 @@ per target column, so one greedy / l1 / fixed-basis machinery serves all of them
 
 The f-systems ``(g M + diag(fidelity)) F = B`` are solved by :class:`FSystem`: a sparse LU on
 the driver, or :func:`~dask_ssl.solvers.graph.solve_graph_system` (block CG on the workers,
-warm-started) for a graph held there.
+warm-started) for a graph held there. ``M`` itself is a CSR matrix on the driver, or
+:class:`WorkerRegularizer`, whose products run on the workers: every function here only
+multiplies by it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, solve_triangular
 from scipy.sparse.linalg import splu
 
+from ..graph.laplacian import LaplacianOperator
 from ..kernels.base import kernel_matrix
 from .graph import solve_graph_system
 
@@ -65,6 +68,26 @@ class KernelColumns:
                              kernel_params=self.kernel_params)
 
 
+class WorkerRegularizer:
+    """``M = L^p`` of a graph held on the workers, as far as ``M @ V`` goes: each product is
+    the :class:`~dask_ssl.graph.laplacian.LaplacianOperator`'s halo exchange (the vectors go
+    out and back, the graph stays), so ``M`` is never gathered to the driver. One operator
+    serves a whole fit; :meth:`close` frees it on the workers."""
+
+    def __init__(self, graph, *, normalized=True, p=1):
+        self.op = LaplacianOperator(graph, normalized=normalized, p=p)
+        self.shape = (graph.n_rows, graph.n_rows)
+        self.products = 0   # columns multiplied
+
+    def __matmul__(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        self.products += 1 if V.ndim == 1 else V.shape[1]
+        return self.op.matmat(V)
+
+    def close(self) -> None:
+        self.op.close()
+
+
 class FSystem:
     """Solves ``(g M + diag(fidelity)) F = B`` for the columns of ``B``.
 
@@ -72,7 +95,9 @@ class FSystem:
     matrix does not change during a fit): dense Cholesky up to :data:`DENSE_MAX_ROWS` rows,
     a sparse LU beyond. With a :class:`~dask_ssl.graph.weights.Graph` on the
     workers: each solve is :func:`~dask_ssl.solvers.graph.solve_graph_system` (the
-    GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``.
+    GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``;
+    ``M`` is then unused, and when it is a :class:`WorkerRegularizer` of that graph its
+    operator serves every solve (set up once, not once a solve).
     """
 
     def __init__(self, M, fidelity, g, *, graph=None, normalized=True, p=1, tol=1e-8,
@@ -84,6 +109,7 @@ class FSystem:
         self.solves = 0      # columns solved
         self.cg_passes = 0   # block CG passes (workers)
         self._lu = self._cho = None
+        self._op = M.op if isinstance(M, WorkerRegularizer) and graph is not None else None
         if graph is None:
             A = self.g * sp.csc_matrix(M) + sp.diags(self.fidelity)
             if self.n <= DENSE_MAX_ROWS:
@@ -103,7 +129,7 @@ class FSystem:
             X0 = None if X0 is None else np.asarray(X0, dtype=np.float64).reshape(B2.shape)
             sol = solve_graph_system(self.graph, self.fidelity, B2, gamma_I=self.g,
                                      normalized=self.normalized, p=self.p, partition=None,
-                                     tol=self.tol, max_iter=self.max_iter, X0=X0)
+                                     tol=self.tol, max_iter=self.max_iter, X0=X0, op=self._op)
             self.cg_passes += int(np.max(sol.cg.n_iter))
             F = sol.F
         return F.reshape(B.shape)
@@ -338,3 +364,52 @@ def slack_alternate(fsys: FSystem, M, labeled, Ybar, a, g, nu, KNJ, KJJ, beta0, 
         if len(history) > 1 and history[-2] - history[-1] <= tol * abs(history[-1]):
             break
     return SlackFit(beta, f, history, it)
+
+
+def sigmoid_objective(beta, M, labeled, y, a, g, rho, KNJ, KJJ):
+    """Eq 5.5 for one target column and its gradient in ``beta``:
+    ``a/2 beta^T K_JJ beta + g/2 s^T M s + 1/2 ||Y - K_LJ beta||^2``, ``s = sigmoid(rho o)``,
+    ``o = K_NJ beta``; the graph term's gradient is ``K_NJ^T (g rho s (1 - s) * M s)``."""
+    from scipy.special import expit
+
+    o = KNJ @ beta
+    s = expit(rho * o)
+    Ms = M @ s
+    r = labeled * (o - y)
+    value = 0.5 * a * beta @ (KJJ @ beta) + 0.5 * g * s @ Ms + 0.5 * r @ r
+    grad = a * (KJJ @ beta) + KNJ.T @ (g * rho * s * (1.0 - s) * Ms + r)
+    return float(value), grad
+
+
+@dataclass
+class SigmoidFit:
+    """The sigmoid method on a fixed basis: ``beta`` (d, n_columns), Eq 5.5 per column at it,
+    and the nonlinear CG iterations per column."""
+
+    beta: np.ndarray
+    objective: np.ndarray
+    n_iter: np.ndarray
+
+
+def sigmoid_fit(M, labeled, Ybar, a, g, rho, KNJ, KJJ, *, tol=1e-6, max_iter=200) -> SigmoidFit:
+    """The sigmoid method (thesis 5.3.1, Eq 5.5) on the basis of ``KNJ``: nonlinear CG
+    (scipy's Polak-Ribiere ``CG``) per target column, started from the supervised fit on the
+    basis (``g = 0``, the labeled rows only: the thesis starts from a supervised solution, as
+    the objective is not convex and the nearest local minimum is the one meant), until the
+    gradient's norm falls to ``tol`` times its norm at the start."""
+    from scipy.optimize import minimize
+
+    lab = np.asarray(labeled, dtype=np.float64)
+    L = lab > 0
+    H = a * KJJ + KNJ[L].T @ KNJ[L]
+    B0 = np.linalg.lstsq((H + H.T) * 0.5, KNJ[L].T @ Ybar[L], rcond=None)[0]
+    beta = np.empty_like(B0)
+    values, iters = np.empty(B0.shape[1]), np.zeros(B0.shape[1], dtype=int)
+    for c in range(B0.shape[1]):
+        args = (M, lab, Ybar[:, c], a, g, rho, KNJ, KJJ)
+        start = np.linalg.norm(sigmoid_objective(B0[:, c], *args)[1])
+        res = minimize(sigmoid_objective, B0[:, c], args=args, jac=True, method="CG",
+                       options=dict(gtol=tol * max(start, np.finfo(float).tiny),
+                                    maxiter=max_iter))
+        beta[:, c], values[c], iters[c] = res.x, res.fun, res.nit
+    return SigmoidFit(beta, values, iters)

@@ -51,14 +51,15 @@ from .steps import Steps, scalars
 ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda": "KernelDAS3VM",
               "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
               "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM",
-              "transduction": "GraphTransduction",
+              "transduction": "GraphTransduction", "sparselaprls": "SparseLapRLS",
               # multi-view: --view (one svmlight file per view) or --views (a .mat file)
               "corls": "CoRLS", "colaprls": "CoLapRLS", "colapsvm": "CoLapSVM", "comr": "CoMR"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
 ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkpoint",
                    "gamma_I", "graph_normalization", "kernel", "kernel_params", "n_neighbors",
                    "p", "loss", "n_components", "landmarks", "metric", "weights", "prior",
-                   "unlabeled_weight", "class_balance", "gamma_C")
+                   "unlabeled_weight", "class_balance", "gamma_C", "n_basis", "basis",
+                   "method", "nu", "rho", "random_state")
 #: Flags whose value ``none`` switches a feature off (the parameter None).
 NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
@@ -71,7 +72,7 @@ FAMILY = {"rls": "linear", "svm": "linear", "tsvm": "linear", "da": "linear", "b
           "kda": "kernel", "corls": "kernel", "transduction": "graph",
           "laprls": "manifold", "lapsvm": "manifold", "linlaprls": "manifold",
           "linlapsvm": "manifold", "colaprls": "manifold", "colapsvm": "manifold",
-          "comr": "manifold"}
+          "comr": "manifold", "sparselaprls": "manifold"}
 #: Namespace entries that are not ``fit`` flags (not recorded for ``resume``).
 _NOT_FLAGS = ("func", "detach", "started", "old_gamma")
 
