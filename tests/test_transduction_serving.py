@@ -113,14 +113,8 @@ def test_a_directory_without_the_index_searches_its_rows_exactly(indexed, tmp_pa
     farther than the index's, the index finds most of the same, and the two models label the
     new rows alike."""
     est, path, Q = indexed
-    old = tmp_path / "old"
-    shutil.copytree(path, old)
-    with np.load(path / "arrays.npz") as npz:
-        kept = {k: npz[k] for k in npz.files if not k.startswith("index_")}
-    np.savez(old / "arrays.npz", **kept)
-    doc = json.loads((old / "model.json").read_text())
-    doc["checksums"]["arrays.npz"] = _sha256(old / "arrays.npz")
-    (old / "model.json").write_text(json.dumps(doc))
+    old = _rewritten(path, tmp_path / "old",
+                     lambda arrays: {k: v for k, v in arrays.items() if not k.startswith("index_")})
     loaded = load_model(old)
     exact = loaded._search()[0]
     assert isinstance(exact, DriverRows)
@@ -130,6 +124,34 @@ def test_a_directory_without_the_index_searches_its_rows_exactly(indexed, tmp_pa
     assert (d_exact <= d_index * (1 + 1e-5) + 1e-6).all()
     assert np.isclose(d_exact, d_index, rtol=1e-5).mean() >= 0.95  # the index's recall
     assert np.mean(loaded.predict(Q) == est.predict(Q)) >= 0.99
+
+
+@pytest.mark.parametrize("key, change", [
+    ("index_0_adj_ind", lambda a: np.where(np.arange(a.size) == 5, a.max() + 1, a)),
+    ("index_0_tree_left", lambda a: np.where(np.arange(a.size) == 0, 0, a)),
+    ("index_members", lambda a: a[::-1][1:]),
+])
+def test_a_stored_index_that_does_not_fit_its_rows_is_refused(indexed, tmp_path, key, change):
+    """The search kernels read where the index's row numbers point, unchecked: a directory
+    whose index (checksum renewed) points outside its rows, or whose tree loops, is refused
+    on loading with the array's name."""
+    _, path, _ = indexed
+    bad = _rewritten(path, tmp_path / "bad", lambda arrays: {**arrays, key: change(arrays[key])})
+    with pytest.raises(ValueError, match=f"{key} is inconsistent"):
+        load_model(bad)
+
+
+def _rewritten(path, dest, edit):
+    """A copy of model directory ``path`` at ``dest`` with its arrays ``edit``ed and their
+    checksum renewed."""
+    shutil.copytree(path, dest)
+    with np.load(path / "arrays.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    np.savez(dest / "arrays.npz", **edit(arrays))
+    doc = json.loads((dest / "model.json").read_text())
+    doc["checksums"]["arrays.npz"] = _sha256(dest / "arrays.npz")
+    (dest / "model.json").write_text(json.dumps(doc))
+    return dest
 
 
 def test_fit_and_predict_from_the_shell(client, tmp_path):

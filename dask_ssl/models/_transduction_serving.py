@@ -34,7 +34,8 @@ class Placement:
     """What scoring new rows reads of a fitted model.
 
     ``search`` is ``(neighbors, weights, t, widths)``: the training rows (a live kNN index,
-    :class:`DriverIndex` or :class:`DriverRows`), the edge weighting and, for local scaling, the rows' widths.
+    :class:`DriverIndex` or :class:`DriverRows`), the edge weighting and, for local scaling,
+    the rows' widths.
     ``gamma`` and ``mu`` are the system's graph and prior weights (``l gamma_I_eff`` and
     ``unlabeled_weight_``)."""
 
