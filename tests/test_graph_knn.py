@@ -1,5 +1,6 @@
 """Approximate kNN on row blocks: recall against exact search, ties, sparse cosine agreement."""
 
+import pickle
 import warnings
 
 import dask
@@ -9,7 +10,7 @@ import scipy.sparse as sp
 
 from dask_ssl.data.generators import g50c, rcv1_like, two_moons
 from dask_ssl.graph import _nndescent as nnd
-from dask_ssl.graph.knn import build_knn, prepare_rows, query_knn
+from dask_ssl.graph.knn import DriverIndex, build_knn, prepare_rows, query_knn
 from dask_ssl.graph.quality import exact_neighbors, knn_quality
 from dask_ssl.linalg.rowblocks import RowBlocks
 from dask_ssl.linalg.workers import live_workers
@@ -256,6 +257,32 @@ def test_uneven_repeats_share_the_work(client, sparse):
     # new points: a repeated row's copies come first, at distance 0
     q_ind, q_dst = query_knn(neigh, X[:3], 10)
     assert (q_dst[:, :9] == 0).all() and (q_ind[0, :9] < 10).all()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gathered_indexes_find_what_the_workers_find(client, sparse):
+    """A DriverIndex (the workers' indexes gathered, their rows made again from the training
+    rows) answers new rows with the workers' very lists, pickled or not. Dense: rows repeated
+    unevenly, so an index holds distinct rows of both blocks; sparse: cosine, no repeats."""
+    rng = np.random.default_rng(4)
+    if sparse:
+        X = rcv1_like(n_rows=1200, seed=4)[0]
+        metric = "cosine"
+    else:
+        X = np.vstack([np.repeat(rng.random((100, 4)), 5, axis=0), rng.random((1000, 4))])
+        metric = "euclidean"
+    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=2), 6, metric=metric,
+                      exact_below=0, random_state=0)
+    assert (neigh.groups is None) == sparse
+    gathered = DriverIndex.gather(neigh)
+    Q = X[::9] * 1.01
+    expected = query_knn(neigh, Q)
+    for search in (gathered, pickle.loads(pickle.dumps(gathered))):
+        got = query_knn(search, Q)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])
+    with pytest.raises(ValueError, match="features"):
+        query_knn(gathered, Q[:, :3])
 
 
 @pytest.mark.parametrize("sparse,metric", [(False, "euclidean"), (True, "cosine")])

@@ -4,15 +4,17 @@ row blocks, and ``dask-ssl fit --algorithm transduction`` / ``dask-ssl predict``
 
 import json
 import pickle
+import shutil
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from dask_ssl.cli import main
+from dask_ssl.graph.knn import DriverIndex, DriverRows, query_knn
 from dask_ssl.linalg import RowBlocks
 from dask_ssl.models import GraphTransduction
-from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.models.artifact import _sha256, load_model, save_model
 from dask_ssl.models.graph_transduction import _normalize
 
 from ._labels import labels_per_class
@@ -68,9 +70,88 @@ def test_a_stored_model_scores_new_rows_as_the_fitted_one(client, tmp_path, sett
     # the reported bytes are the arrays the directory holds (the archive adds its headers)
     doc = json.loads((tmp_path / "m" / "model.json").read_text())
     size = doc["stored_bytes"]
-    assert size["total"] == size["rows"] + size["scores"] + size["rest"]
+    assert size["total"] == size["rows"] + size["scores"] + size["index"] + size["rest"]
     assert size["scores"] == est.scores_.nbytes
+    assert size["index"] == 0  # below 5000 rows the graph is exact: no index to keep
     assert size["total"] <= (tmp_path / "m" / "arrays.npz").stat().st_size < 1.1 * size["total"] + 4096
+
+
+@pytest.fixture(scope="module")
+def indexed(client, tmp_path_factory):
+    """A model fitted on enough rows for kNN indexes (5000, build_knn's exact_below), some
+    rows repeated (the groups of identical rows are kept too), and its directory."""
+    X, y = _clusters(n=5200, seed=2)
+    X[100:400] = X[:300]
+    est = GraphTransduction(n_neighbors=7, random_state=0, client=client,
+                            **SETTINGS["thesis"]).fit(X, labels_per_class(y, 8, seed=1))
+    assert est.graph_.neighbors.indexes is not None and est.graph_.neighbors.groups is not None
+    est.set_params(client=None)
+    path = save_model(est, tmp_path_factory.mktemp("indexed") / "m")
+    return est, path, X[::13] * 1.01
+
+
+def test_a_stored_model_searches_the_fitted_models_index(client, indexed):
+    """The directory keeps the fit's kNN indexes: the loaded model finds the fitted model's
+    neighbours (the same search of the same arrays), so its scores are the fitted model's
+    exactly, on the driver and on the workers."""
+    est, path, Q = indexed
+    loaded = load_model(path)
+    assert isinstance(loaded._search()[0], DriverIndex)
+    np.testing.assert_array_equal(loaded.predict_proba(Q), est.predict_proba(Q))
+    blocks = RowBlocks.from_array(Q, client=client, n_blocks=3)
+    np.testing.assert_array_equal(loaded.predict_proba(blocks), est.predict_proba(Q))
+    size = json.loads((path / "model.json").read_text())["stored_bytes"]
+    with np.load(path / "arrays.npz") as npz:
+        index_bytes = sum(npz[k].nbytes for k in npz.files if k.startswith("index_"))
+    assert size["index"] == index_bytes > 0
+    assert size["total"] == size["rows"] + size["scores"] + size["index"] + size["rest"]
+
+
+def test_a_directory_without_the_index_searches_its_rows_exactly(indexed, tmp_path):
+    """A directory written before directories kept the index (the same one without its
+    index arrays) loads and searches all its rows exactly: its i-th neighbour is never
+    farther than the index's, the index finds most of the same, and the two models label the
+    new rows alike."""
+    est, path, Q = indexed
+    old = _rewritten(path, tmp_path / "old",
+                     lambda arrays: {k: v for k, v in arrays.items() if not k.startswith("index_")})
+    loaded = load_model(old)
+    exact = loaded._search()[0]
+    assert isinstance(exact, DriverRows)
+    _, d_exact = query_knn(exact, Q, 7)
+    _, d_index = query_knn(load_model(path)._search()[0], Q, 7)
+    # (the index's float32 distance kernel rounds otherwise than the exact search)
+    assert (d_exact <= d_index * (1 + 1e-5) + 1e-6).all()
+    assert np.isclose(d_exact, d_index, rtol=1e-5).mean() >= 0.95  # the index's recall
+    assert np.mean(loaded.predict(Q) == est.predict(Q)) >= 0.99
+
+
+@pytest.mark.parametrize("key, change", [
+    ("index_0_adj_ind", lambda a: np.where(np.arange(a.size) == 5, a.max() + 1, a)),
+    ("index_0_tree_left", lambda a: np.where(np.arange(a.size) == 0, 0, a)),
+    ("index_members", lambda a: a[::-1][1:]),
+])
+def test_a_stored_index_that_does_not_fit_its_rows_is_refused(indexed, tmp_path, key, change):
+    """The search kernels read where the index's row numbers point, unchecked: a directory
+    whose index (checksum renewed) points outside its rows, or whose tree loops, is refused
+    on loading with the array's name."""
+    _, path, _ = indexed
+    bad = _rewritten(path, tmp_path / "bad", lambda arrays: {**arrays, key: change(arrays[key])})
+    with pytest.raises(ValueError, match=f"{key} is inconsistent"):
+        load_model(bad)
+
+
+def _rewritten(path, dest, edit):
+    """A copy of model directory ``path`` at ``dest`` with its arrays ``edit``ed and their
+    checksum renewed."""
+    shutil.copytree(path, dest)
+    with np.load(path / "arrays.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    np.savez(dest / "arrays.npz", **edit(arrays))
+    doc = json.loads((dest / "model.json").read_text())
+    doc["checksums"]["arrays.npz"] = _sha256(dest / "arrays.npz")
+    (dest / "model.json").write_text(json.dumps(doc))
+    return dest
 
 
 def test_fit_and_predict_from_the_shell(client, tmp_path):

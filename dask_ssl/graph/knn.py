@@ -150,8 +150,8 @@ def _true_distance(d, metric):
 
 
 @dataclass
-class BlockIndex:
-    """One block's search structure, held on its worker (plain arrays, no compiled objects).
+class SearchIndex:
+    """What a search of one block's index reads (plain arrays, no compiled objects).
 
     Attributes
     ----------
@@ -160,32 +160,43 @@ class BlockIndex:
         random-projection tree: index row ``i`` is the block's distinct row ``order[i]``.
     order : ndarray
         The block's distinct row (its number among them) at each index row.
-    ind, dst : ndarray
-        NN-descent lists (index row numbers, rank distances), nearest first.
     adj_ptr, adj_ind : ndarray
-        The search graph in CSR form: the lists, thinned by
+        The search graph in CSR form: the NN-descent lists, thinned by
         :func:`dask_ssl.graph._nndescent.search_graph.diversify`, plus their reverse edges.
     tree : tuple
         A random-projection tree over the rows
         (:func:`dask_ssl.graph._nndescent.trees.rp_tree`).
     metric : str
-    n_iter : int
-        NN-descent rounds run.
     """
 
     rows: object
     order: np.ndarray
-    ind: np.ndarray
-    dst: np.ndarray
     adj_ptr: np.ndarray
     adj_ind: np.ndarray
     tree: tuple
     metric: str
-    n_iter: int
 
     @property
     def n(self) -> int:
-        return self.ind.shape[0]
+        return self.order.size
+
+
+@dataclass
+class BlockIndex(SearchIndex):
+    """One block's index as built, held on its worker: the search's arrays and the NN-descent
+    lists they came from.
+
+    Attributes
+    ----------
+    ind, dst : ndarray
+        NN-descent lists (index row numbers, rank distances), nearest first.
+    n_iter : int
+        NN-descent rounds run.
+    """
+
+    ind: np.ndarray
+    dst: np.ndarray
+    n_iter: int
 
 
 def _search_graph(ind, n):
@@ -251,8 +262,8 @@ def _build_index(A, metric, K, n_trees, leaf_size, max_candidates, n_iters, seed
                                 int(rng.randint(2**31 - 1)))
         nnd.sort_heaps(ind, dst)
     ptr, adj = _search_graph(nnd.diversify(A, ind, dst, code), n)
-    return BlockIndex(A, order, ind.astype(_index_dtype(n)), dst, ptr, adj, tree, metric,
-                      int(n_iter))
+    return BlockIndex(rows=A, order=order, adj_ptr=ptr, adj_ind=adj, tree=tree, metric=metric,
+                      ind=ind.astype(_index_dtype(n)), dst=dst, n_iter=int(n_iter))
 
 
 def _global_rows(index, ind, dst, offset):
@@ -547,8 +558,10 @@ def _query_block(i, X, offset, Q, k, metric):
 @dataclass
 class DriverRows:
     """The rows a :class:`Neighbors` was built on, gathered to the driver block by block: what
-    :func:`query_knn` searches, exactly, for a model that outlives its workers (a pickled one:
-    futures do not pickle, and the indexes stay with the workers that built them).
+    :func:`query_knn` searches, exactly, for a model that outlives its workers when no index
+    was built (below ``build_knn``'s ``exact_below``) or kept (a model directory written
+    before directories kept one): futures do not pickle, and the indexes stay with the
+    workers that built them (:class:`DriverIndex` gathers them).
 
     Attributes
     ----------
@@ -572,18 +585,120 @@ class DriverRows:
                    neigh.n_neighbors, neigh.metric)
 
 
-def query_knn(neigh: Neighbors | DriverRows, Q, n_neighbors: int | None = None,
-              search_epsilon: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest training rows of new points ``Q`` (NumPy or CSR, on the driver).
+def _search_arrays(index: BlockIndex) -> tuple:
+    # all a search reads of an index but its rows, which the driver holds already
+    return index.order, index.adj_ptr, index.adj_ind, index.tree
 
-    Uses the per-block indexes when they are there, otherwise an exact search block by block:
-    on the workers (after :func:`dask_ssl.graph.io.load_graph`), or on the driver for
-    :class:`DriverRows` (the same search and merge, so the same answer as on the workers).
+
+def _take_rows(rows: DriverRows, wanted: np.ndarray):
+    """The rows numbered ``wanted`` (global row numbers) of ``rows``' blocks, in that order."""
+    block = np.searchsorted(rows.offsets, wanted, side="right") - 1
+    by_block = np.argsort(block, kind="stable")
+    wanted, block = wanted[by_block], block[by_block]
+    parts = [rows.blocks[b][wanted[block == b] - rows.offsets[b]] for b in np.unique(block)]
+    stacked = (sp.vstack(parts, format="csr") if sp.issparse(rows.blocks[0])
+               else np.vstack(parts))
+    back = np.empty_like(by_block)
+    back[by_block] = np.arange(by_block.size)
+    return stacked[back]
+
+
+@dataclass
+class DriverIndex:
+    """The per-block indexes of a :class:`Neighbors` on the driver, with the rows they were
+    built on: what :func:`query_knn` searches for a model that outlives its workers (a stored
+    or pickled one), by the workers' own search (the same arrays, seeds and merge, so the same
+    answer) at a fraction of an exact search's cost.
+
+    Attributes
+    ----------
+    rows : DriverRows
+        The training rows as the workers held them; each index's prepared rows are made from
+        them (:meth:`from_arrays`), so a model directory keeps the rows once.
+    indexes : list of SearchIndex or None
+        As :attr:`Neighbors.indexes`.
+    distinct_offsets : ndarray
+        As :attr:`Neighbors.distinct_offsets`.
+    groups : tuple or None
+        ``(g_start, g_size, members)`` of :attr:`Neighbors.groups`: each group of identical
+        rows' members, in row order.
+    """
+
+    rows: DriverRows
+    indexes: list
+    distinct_offsets: np.ndarray
+    groups: tuple | None
+
+    @property
+    def n_neighbors(self) -> int:
+        return self.rows.n_neighbors
+
+    @property
+    def metric(self) -> str:
+        return self.rows.metric
+
+    @classmethod
+    def from_arrays(cls, rows: DriverRows, distinct_offsets, groups, parts) -> "DriverIndex":
+        """The index whose ``parts`` are, per block index, ``(order, adj_ptr, adj_ind, tree)``
+        (None for an index without rows); the prepared rows are taken from ``rows``."""
+        # distinct row g is its group's lowest row (the one the index holds)
+        lowest = None if groups is None else groups[2][groups[0]]
+        indexes = []
+        for c, part in enumerate(parts):
+            if part is None:
+                indexes.append(None)
+                continue
+            order, adj_ptr, adj_ind, tree = part
+            distinct = distinct_offsets[c] + order
+            A = prepare_rows(_take_rows(rows, distinct if lowest is None else lowest[distinct]),
+                             rows.metric)
+            indexes.append(SearchIndex(A, order, adj_ptr, adj_ind, tree, rows.metric))
+        return cls(rows, indexes, np.asarray(distinct_offsets), groups)
+
+    @classmethod
+    def gather(cls, neigh: Neighbors) -> "DriverIndex":
+        client = neigh.data.client
+        futs = {c: client.submit(_search_arrays, index, pure=False)
+                for c, index in enumerate(neigh.indexes) if index is not None}
+        got = dict(zip(futs, client.gather(list(futs.values()))))
+        groups = None if neigh.groups is None else neigh.groups[1:]
+        return cls.from_arrays(DriverRows.gather(neigh), neigh.distinct_offsets, groups,
+                               [got.get(c) for c in range(len(neigh.indexes))])
+
+
+def driver_search(neigh: Neighbors) -> DriverRows | DriverIndex:
+    """What a process without ``neigh``'s workers searches: its indexes with their rows,
+    gathered to the driver, or the rows alone where it has no index (an exact search)."""
+    return DriverRows.gather(neigh) if neigh.indexes is None else DriverIndex.gather(neigh)
+
+
+def _with_duplicates(groups, ind, dst, k):
+    """Query lists of distinct rows ``(ind, dst)`` with every member of the groups found
+    (``groups`` as :attr:`DriverIndex.groups`; all as near, ties by row number)."""
+    if groups is None:
+        return ind, dst
+    g_start, g_size, members = groups
+    m, G = ind.shape[0], g_start.size
+    ind, dst = nnd.expand_duplicates(
+        np.full(m, -1, np.int64), np.full(m, G, np.int64), np.arange(m, dtype=np.int64),
+        np.append(g_start, 0), np.append(g_size, 0), members, ind, dst.astype(np.float64), k)
+    return ind, dst.astype(np.float32)
+
+
+def query_knn(neigh: Neighbors | DriverRows | DriverIndex, Q, n_neighbors: int | None = None,
+              search_epsilon: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest training rows of new points ``Q`` (NumPy or CSR, in this process).
+
+    Uses the per-block indexes when they are there: on their workers, or in this process for
+    :class:`DriverIndex`. Otherwise an exact search block by block: on the workers (after
+    :func:`dask_ssl.graph.io.load_graph`), or in this process for :class:`DriverRows`. Either
+    way the search and merge are the workers', so the answer is the same.
     Returns ``(indices, distances)``, ``m x k``.
     """
     k = int(n_neighbors or neigh.n_neighbors)
     Q = sp.csr_matrix(Q, dtype=np.float32) if sp.issparse(Q) else np.ascontiguousarray(Q, np.float32)
     n_features = (neigh.blocks[0].shape[1] if isinstance(neigh, DriverRows)
+                  else neigh.rows.blocks[0].shape[1] if isinstance(neigh, DriverIndex)
                   else neigh.data.n_features)
     if Q.shape[1] != n_features:
         raise ValueError(f"X has {Q.shape[1]} features but the graph was built on "
@@ -591,6 +706,12 @@ def query_knn(neigh: Neighbors | DriverRows, Q, n_neighbors: int | None = None,
     if isinstance(neigh, DriverRows):
         return merge_candidates(k, *[_query_block(0, X, int(o), Q, k, neigh.metric)
                                      for X, o in zip(neigh.blocks, neigh.offsets[:-1])])
+    if isinstance(neigh, DriverIndex):
+        # the search of the workers' indexes below, each index with its seed there
+        q, u_off = prepare_rows(Q, neigh.metric), neigh.distinct_offsets
+        cands = [_search_index(index, q, k, search_epsilon, int(u_off[c]), c)
+                 for c, index in enumerate(neigh.indexes) if index is not None]
+        return _with_duplicates(neigh.groups, *merge_candidates(k, *cands), k)
     data = neigh.data
     client, owners = data.client, data.owners()
     if neigh.indexes is None:
@@ -603,13 +724,5 @@ def query_knn(neigh: Neighbors | DriverRows, Q, n_neighbors: int | None = None,
     futs = [client.submit(_search_index, index, q, k, search_epsilon, int(u_off[c]), c,
                           workers=[owners[c]], allow_other_workers=True, pure=False)
             for c, index in enumerate(neigh.indexes) if index is not None]
-    ind, dst = merge_candidates(k, *client.gather(futs))
-    if neigh.groups is None:
-        return ind, dst
-    # Distinct rows found; every member of their groups is as near (ties by row number).
-    group, g_start, g_size, members = neigh.groups
-    m, G = ind.shape[0], g_start.size
-    ind, dst = nnd.expand_duplicates(
-        np.full(m, -1, np.int64), np.full(m, G, np.int64), np.arange(m, dtype=np.int64),
-        np.append(g_start, 0), np.append(g_size, 0), members, ind, dst.astype(np.float64), k)
-    return ind, dst.astype(np.float32)
+    groups = None if neigh.groups is None else neigh.groups[1:]
+    return _with_duplicates(groups, *merge_candidates(k, *client.gather(futs)), k)

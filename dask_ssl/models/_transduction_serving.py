@@ -2,10 +2,13 @@
 
 A new row is scored by its own equation of the system, as if it joined the graph as an
 unlabeled row whose edges (to its nearest training rows) leave the training scores as they
-are (:func:`place`). That reads the training rows (to find the neighbours), their scores
-``F``, the edge weighting, the class weights and the prior: :class:`Placement`. A model
-directory keeps exactly that, the rows as the workers held them (CSR when the data was
-sparse; in their precision, so a loaded model's exact search is a pickled one's), and reports its bytes per part in ``model.json`` (``stored_bytes``).
+are (:func:`place`). That reads the training rows and the kNN index over them (to find the
+neighbours), their scores ``F``, the edge weighting, the class weights and the prior:
+:class:`Placement`. A model directory keeps exactly that: the rows as the workers held them
+(CSR when the data was sparse; in their precision), the index's arrays but its rows
+(:mod:`._stored_index`; where the fit built one), and reports its bytes per part in
+``model.json`` (``stored_bytes``). A loaded model searches the index as the fit's workers
+did, so it finds the same neighbours; one stored without an index searches the rows exactly.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..graph.knn import DriverRows, query_knn
+from ..graph.knn import DriverIndex, DriverRows, query_knn
 from ..graph.weights import LOCAL, edge_weights, query_widths
 from ._transduction_selection import target_scale
+from ._stored_index import pack_index, packed_bytes, unpack_index
 from .artifact import pack_matrix, unpack_matrix
 from .base import fitted_info, restore_info
 
@@ -29,8 +33,9 @@ PRIOR = "prior_"
 class Placement:
     """What scoring new rows reads of a fitted model.
 
-    ``search`` is ``(neighbors, weights, t, widths)``: the training rows (a live kNN index or
-    :class:`DriverRows`), the edge weighting and, for local scaling, the rows' widths.
+    ``search`` is ``(neighbors, weights, t, widths)``: the training rows (a live kNN index,
+    :class:`DriverIndex` or :class:`DriverRows`), the edge weighting and, for local scaling,
+    the rows' widths.
     ``gamma`` and ``mu`` are the system's graph and prior weights (``l gamma_I_eff`` and
     ``unlabeled_weight_``)."""
 
@@ -80,7 +85,7 @@ def place_block(i, X, pl: Placement) -> np.ndarray:
 # the model directory ------------------------------------------------------------------------
 def stored_info(est, search) -> dict:
     """The fitted scalars of ``est`` for ``model.json``; ``search`` its training rows as
-    :class:`DriverRows` with the edge weighting."""
+    :class:`DriverIndex` or :class:`DriverRows` with the edge weighting."""
     neighbors, weights, t, _ = search
     prior = est.prior_
     info = fitted_info(est)
@@ -102,11 +107,14 @@ def stored_info(est, search) -> dict:
 
 def stored_arrays(est, search) -> dict:
     neighbors, _, _, widths = search
-    rows = (sp.vstack(neighbors.blocks, format="csr") if sp.issparse(neighbors.blocks[0])
-            else np.vstack(neighbors.blocks))
+    driver_rows = _rows(neighbors)
+    rows = (sp.vstack(driver_rows.blocks, format="csr") if sp.issparse(driver_rows.blocks[0])
+            else np.vstack(driver_rows.blocks))
     arrays = {"classes": est.classes_, "scores": est.scores_,
-              "class_weights": est.class_weights_, "row_offsets": neighbors.offsets,
+              "class_weights": est.class_weights_, "row_offsets": driver_rows.offsets,
               **pack_matrix("rows", rows)}
+    if isinstance(neighbors, DriverIndex):
+        arrays.update(pack_index(neighbors))
     if widths is not None:
         arrays["widths"] = widths
     if est.prior_ is not None:
@@ -115,15 +123,17 @@ def stored_arrays(est, search) -> dict:
 
 
 def stored_bytes(est, search) -> dict:
-    """Bytes of each part a model directory keeps: the training rows, their scores, the rest
-    (the prior, class weights, widths)."""
+    """Bytes of each part a model directory keeps: the training rows, their scores, the kNN
+    index over the rows (0 without one), the rest (the prior, class weights, widths)."""
     neighbors, _, _, widths = search
-    rows = sum(_nbytes(b) for b in neighbors.blocks)
+    rows = sum(_nbytes(b) for b in _rows(neighbors).blocks)
     scores = int(est.scores_.nbytes)
+    index = packed_bytes(neighbors) if isinstance(neighbors, DriverIndex) else 0
     rest = int(est.class_weights_.nbytes) + (0 if widths is None else int(widths.nbytes))
     if est.prior_ is not None:
         rest += sum(int(np.asarray(v).nbytes) for v in est.prior_._fitted_arrays().values())
-    return {"rows": rows, "scores": scores, "rest": rest, "total": rows + scores + rest}
+    return {"rows": rows, "scores": scores, "index": index, "rest": rest,
+            "total": rows + scores + index + rest}
 
 
 def restore(est, arrays: dict, doc: dict) -> None:
@@ -143,8 +153,10 @@ def restore(est, arrays: dict, doc: dict) -> None:
     rows = unpack_matrix("rows", arrays)
     offsets = arrays["row_offsets"]
     blocks = [rows[lo:hi] for lo, hi in zip(offsets[:-1], offsets[1:])]
-    est._pickled_search = (DriverRows(blocks, offsets, search["n_neighbors"], search["metric"]),
-                           search["weights"], search["t"], arrays.get("widths"))
+    driver_rows = DriverRows(blocks, offsets, search["n_neighbors"], search["metric"])
+    index = unpack_index(arrays, driver_rows)
+    est._pickled_search = (driver_rows if index is None else index, search["weights"],
+                           search["t"], arrays.get("widths"))
     est.prior_ = None
     if doc["prior"] is not None:
         pdoc = doc["prior"]
@@ -152,6 +164,10 @@ def restore(est, arrays: dict, doc: dict) -> None:
         prior._restore({k[len(PRIOR):]: v for k, v in arrays.items() if k.startswith(PRIOR)},
                        pdoc)
         est.prior_ = prior
+
+
+def _rows(neighbors) -> DriverRows:
+    return neighbors.rows if isinstance(neighbors, DriverIndex) else neighbors
 
 
 def _nbytes(M) -> int:

@@ -47,7 +47,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
-from ..graph.knn import DriverRows
+from ..graph.knn import DriverIndex, DriverRows, driver_search
 from ..graph.weights import LOCAL, Graph, check_graph_params
 from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
@@ -196,12 +196,14 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
     data_shape_ : tuple of int
     graph_ : Graph
         Held on the workers of the fit's client, with the kNN indexes that place new rows. A
-        pickle leaves it out and carries the training rows instead (gathered when pickling):
-        the unpickled model places new rows by an exact search of them on the driver, which
-        is the fit's own search below 5000 rows (``build_knn``'s ``exact_below``) and at
-        least as near above. A model directory (``save_model``) keeps the same rows, their
+        pickle leaves it out and carries the training rows and the indexes instead (gathered
+        when pickling, :class:`~dask_ssl.graph.knn.DriverIndex`): the unpickled model searches
+        them in its own process as the workers did, so it finds the same neighbours (below
+        5000 rows, ``build_knn``'s ``exact_below``, there is no index and both search the rows
+        exactly). A model directory (``save_model``) keeps the same rows and indexes, the
         scores and the prior, and reports their bytes in ``model.json``'s ``stored_bytes``;
-        the loaded model scores row blocks on their workers.
+        the loaded model scores row blocks on their workers. A directory written before it
+        kept the indexes searches its rows exactly.
     diagnostics_ : GraphDiagnostics
     """
 
@@ -461,14 +463,14 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         return graph.neighbors, graph.weights, graph.t, widths
 
     def _driver_search(self):
-        """:meth:`_search` with the training rows gathered to the driver (what a model
-        directory keeps and a row block's worker searches), gathered once per fit."""
+        """:meth:`_search` with the training rows and kNN indexes gathered to the driver
+        (what a model directory keeps and a row block's worker searches), once per fit."""
         cached = self.__dict__.get("_pickled_search")
         if cached is not None:
             return cached
         search = self._search()
-        if not isinstance(search[0], DriverRows):
-            search = (DriverRows.gather(search[0]), *search[1:])
+        if not isinstance(search[0], (DriverIndex, DriverRows)):
+            search = (driver_search(search[0]), *search[1:])
             self.__dict__["_pickled_search"] = search
         return search
 
@@ -480,16 +482,16 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
     def _neighbor_scores(self, X):
         """Scores of new rows, times ``class_weights_``: each row's own equation of the
         system (:func:`._transduction_serving.place`). Row blocks are scored on their
-        workers, each searching the training rows exactly; rows in memory on the driver,
-        through the fit's kNN index while its workers hold it."""
+        workers, each searching the gathered (or stored) kNN index; rows in memory on the
+        driver, through the fit's kNN index while its workers hold it."""
         check_is_fitted(self, "scores_")
         if isinstance(X, RowBlocks):
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features; {type(self).__name__} is "
                                  f"expecting {self.n_features_in_}")
             if "graph_" in self.__dict__:
-                # the fit's workers still hold its kNN index: a search of it (rows sent from
-                # the driver) is far cheaper than an exact one of every training row
+                # the fit's workers still hold its kNN index: a search there (rows sent from
+                # the driver) spares gathering the index and sending it to every worker
                 return place(self._placement(self._search()), gather_rows(X))
             [placement] = X.client.scatter([self._placement(self._driver_search())],
                                            broadcast=True, hash=False)
