@@ -4,10 +4,10 @@ A fresh install has no compiled kernels, and numba compiles one kernel at a time
 while holding the GIL: left to the first fit, compiling is most of it. So the first
 ``import dask_ssl`` that finds the kernel cache directory (:func:`dask_ssl.kernel_cache.kernel_dir`,
 keyed by the package's kernel sources and the numba and Python versions) without its
-completion marker compiles every kernel call listed in ``kernel_signatures.txt`` into it, in
-one child process per core, and writes the marker; a line on stderr says so and how long it
-took. Every later process, worker processes included, finds the marker (one ``stat``) and
-loads kernels from the cache when they are first called. A new release or an edited kernel
+completion marker for this CPU (:func:`marker_name`) compiles every kernel call listed in
+``kernel_signatures.txt`` into it, in one child process per core, and writes the marker; a
+line on stderr says so and how long it took. Every later process, worker processes included,
+finds the marker (one ``stat``) and loads kernels from the cache when they are first called. A new release or an edited kernel
 changes the key, so the next import compiles anew into a new directory.
 
 Several processes importing at once (a cluster's workers, parallel jobs) share one compile: a
@@ -20,13 +20,14 @@ by default, when the directory is off or cannot be written (a read-only install 
 writable cache), on a platform without ``fcntl``, or with ``DASK_SSL_COMPILE_AHEAD=off``
 (which the child processes get).
 
-Each child (:func:`_child`) takes the listed kernels one at a time, claiming each by creating a file in the directory ``CLAIMS``
-(shared by the children, so no two compile the same kernel), and prints how many it made
-ready and how many of those it compiled.
+Each child (:func:`_child`) takes the listed kernels one at a time, claiming each by creating
+a file in a directory shared by the children (so no two compile the same kernel), and prints
+how many it made ready and how many of those it compiled.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -40,10 +41,20 @@ from .kernel_cache import compile_job, kernel_dir, listed_jobs
 
 #: Set to ``off`` (or 0, false, no) to never compile ahead at import.
 ENV = "DASK_SSL_COMPILE_AHEAD"
-#: Written in the kernel directory once its listed kernels are compiled.
-MARKER = "complete.json"
 _LOCK = ".compile.lock"
 _BACKGROUND: list[threading.Thread] = []
+
+
+def marker_name() -> str:
+    """The completion marker's file name in the kernel directory: per CPU model and
+    features, which numba's cached code is specific to (a shared disk, an image built on
+    another host)."""
+    import llvmlite.binding as ll
+    from numba.core import config
+
+    cpu = (ll.get_process_triple(), config.CPU_NAME or ll.get_host_cpu_name(),
+           config.CPU_FEATURES or ll.get_host_cpu_features().flatten())
+    return f"complete-{hashlib.sha256(repr(cpu).encode()).hexdigest()[:12]}.json"
 
 
 def _turned_off() -> bool:
@@ -64,7 +75,7 @@ def ensure_compiled(stream=None) -> str:
     directory = kernel_dir() if not _turned_off() else None
     if directory is None:
         return "off"
-    if os.path.exists(os.path.join(directory, MARKER)):
+    if os.path.exists(os.path.join(directory, marker_name())):
         return "ready"
     try:
         import fcntl  # noqa: F401  (POSIX: elsewhere kernels compile on first call)
@@ -99,7 +110,7 @@ def _compile_locked(fd: int, directory: str, stream) -> str:
             print(f"dask-ssl: waiting for another process compiling the numba kernels into "
                   f"{directory}", file=stream, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
-        if os.path.exists(os.path.join(directory, MARKER)):
+        if os.path.exists(os.path.join(directory, marker_name())):
             return "waited"
         try:
             _compile_in_children(directory, stream)
@@ -157,10 +168,10 @@ def _compile_in_children(directory: str, stream) -> None:
 
 
 def _write_marker(directory: str, summary: dict) -> None:
-    tmp = os.path.join(directory, f"{MARKER}.{os.getpid()}.tmp")
+    tmp = os.path.join(directory, f"complete.{os.getpid()}.tmp")
     with open(tmp, "w") as f:
         json.dump(summary, f)
-    os.replace(tmp, os.path.join(directory, MARKER))
+    os.replace(tmp, os.path.join(directory, marker_name()))
 
 
 def _children_cpu() -> float:

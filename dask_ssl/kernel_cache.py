@@ -18,12 +18,13 @@ Ahead: numba compiles a kernel on its first call with new argument types (0.1-3 
 the first in a process also sets numba's compiler up), or loads it from the disk cache (tens
 of ms). :func:`compile_ahead` does either, before the call, for the argument types listed in
 ``kernel_signatures.txt`` (what the estimators' fits called, recorded by
-:func:`write_signatures`). ``dask-ssl fit`` runs it in a thread from its first statement, for
-the chosen estimator's family (:data:`FAMILIES`), so the kernels compile while the command
-imports, starts its cluster and reads (:func:`compile_in_background`); a worker process does it
-when it starts (:class:`dask_ssl.cluster.WarmWorker`); ``dask-ssl compile`` does it for every
-family (after an install, in a container image). This module imports neither Dask nor numba at
-import.
+:func:`write_signatures`). The first import of an install compiles every listed call into the
+cache, in parallel processes (:mod:`dask_ssl.compile_once`, by :func:`listed_jobs` and
+:func:`compile_job`); after that, ``dask-ssl fit`` loads the chosen estimator's family
+(:data:`FAMILIES`) in a thread from its first statement (:func:`compile_in_background`), a
+worker process loads them when it starts (:class:`dask_ssl.cluster.WarmWorker`), and
+``dask-ssl compile`` makes every family ready in one process. This module imports neither Dask
+nor numba at import.
 """
 
 from __future__ import annotations
