@@ -2,13 +2,14 @@
 
 A fresh install has no compiled kernels, and numba compiles one kernel at a time per process
 while holding the GIL: left to the first fit, compiling is most of it. So the first
-``import dask_ssl`` that finds the kernel cache directory (:func:`dask_ssl.kernel_cache.kernel_dir`,
-keyed by the package's kernel sources and the numba and Python versions) without its
-completion marker for this CPU (:func:`marker_name`) compiles every kernel call listed in
-``kernel_signatures.txt`` into it, in one child process per core, and writes the marker; a
-line on stderr says so and how long it took. Every later process, worker processes included,
-finds the marker (one ``stat``) and loads kernels from the cache when they are first called. A new release or an edited kernel
-changes the key, so the next import compiles anew into a new directory.
+``import dask_ssl`` that finds the kernel cache directory
+(:func:`dask_ssl.kernel_cache.kernel_dir`, keyed by the package's kernel sources and the numba
+and Python versions) without its completion marker for this CPU (:func:`marker_name`)
+compiles every kernel call listed in ``kernel_signatures.txt`` into it, in one child process
+per core, and writes the marker; a line on stderr says so and how long it took. Every later
+process, worker processes included, finds the marker (one ``stat``) and loads kernels from the
+cache when they are first called. A new release or an edited kernel changes the key, so the
+next import compiles anew into a new directory.
 
 Several processes importing at once (a cluster's workers, parallel jobs) share one compile: a
 file lock in the directory lets one compile while the others wait for the marker; a process
@@ -67,7 +68,7 @@ def _in_dask_worker() -> bool:
     return worker is not None and bool(getattr(worker.Worker, "_instances", ()))
 
 
-def ensure_compiled(stream=None) -> str:
+def ensure_compiled() -> str:
     """Compile the listed kernels into this install's kernel directory unless its marker is
     there (see the module's text); return what happened: ``"ready"`` (marker found),
     ``"compiled"``, ``"waited"`` (another process compiled them), ``"background"``,
@@ -85,12 +86,12 @@ def ensure_compiled(stream=None) -> str:
     except (ImportError, OSError):
         return "unwritable"
     if _in_dask_worker():
-        thread = threading.Thread(target=_compile_locked, args=(fd, directory, stream),
+        thread = threading.Thread(target=_compile_locked, args=(fd, directory),
                                   name="dask-ssl-compile-once", daemon=True)
         _BACKGROUND.append(thread)
         thread.start()
         return "background"
-    return _compile_locked(fd, directory, stream)
+    return _compile_locked(fd, directory)
 
 
 def wait() -> None:
@@ -99,23 +100,22 @@ def wait() -> None:
         thread.join()
 
 
-def _compile_locked(fd: int, directory: str, stream) -> str:
+def _compile_locked(fd: int, directory: str) -> str:
     import fcntl
 
-    stream = stream or sys.stderr
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             print(f"dask-ssl: waiting for another process compiling the numba kernels into "
-                  f"{directory}", file=stream, flush=True)
+                  f"{directory}", file=sys.stderr, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
         if os.path.exists(os.path.join(directory, marker_name())):
             return "waited"
         try:
-            _compile_in_children(directory, stream)
+            _compile_in_children(directory)
         except OSError as exc:  # ahead of time must never break an import
-            print(f" failed ({exc}); kernels compile on their first call", file=stream)
+            print(f" failed ({exc}); kernels compile on their first call", file=sys.stderr)
             return "failed"
         return "compiled"
     finally:
@@ -129,7 +129,7 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _compile_in_children(directory: str, stream) -> None:
+def _compile_in_children(directory: str) -> None:
     jobs = listed_jobs()
     n = min(_cores(), len(jobs))
     if n == 0:
@@ -137,7 +137,7 @@ def _compile_in_children(directory: str, stream) -> None:
         return
     print(f"dask-ssl: compiling its numba kernels once for this version, {len(jobs)} in {n} "
           f"processes, into {directory} (a later process loads them) ...", end="",
-          file=stream, flush=True)
+          file=sys.stderr, flush=True)
     claims = tempfile.mkdtemp(prefix="dask-ssl-claims-")
     env = dict(os.environ, **{ENV: "off"})
     t0, c0 = time.perf_counter(), _children_cpu()
@@ -164,7 +164,7 @@ def _compile_in_children(directory: str, stream) -> None:
                "cpu_seconds": round(cpu, 2), "processes": n, "failed": failed}
     _write_marker(directory, summary)
     print(f" done: {ready} kernels ready ({compiled} compiled) in {wall:.1f} s (CPU {cpu:.1f} s)"
-          + (f"; failed: {failed}" if failed else ""), file=stream, flush=True)
+          + (f"; failed: {failed}" if failed else ""), file=sys.stderr, flush=True)
 
 
 def _write_marker(directory: str, summary: dict) -> None:
