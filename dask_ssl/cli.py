@@ -53,8 +53,9 @@ def cmd_detach(args, argv: list[str]) -> int:
 
 
 def cmd_compile(args) -> int:
-    """Compile (or load) the kernels of the chosen families into the kernel cache, so that
-    the first fit of a new install, or of a container built with it, compiles nothing."""
+    """Compile (or load) the kernels of the chosen families into the kernel cache and say
+    how many were compiled: after the first import's compile, none (a container image can
+    run it to check that its cache is complete)."""
     # the readers' kernels with any family: every fit reads
     modules = (ALL_MODULES if not args.family else tuple(dict.fromkeys(
         [m for reader in READERS.values() for m in reader]
@@ -243,8 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_args(pred)
     pred.set_defaults(func=cmd_predict)
 
-    comp = sub.add_parser("compile", help="compile the numba kernels ahead (after an install, "
-                                          "in a container image), into the kernel cache")
+    comp = sub.add_parser("compile", help="make the numba kernels ready in the kernel cache and "
+                                          "report them (the first import of an install "
+                                          "compiles them once; this checks or completes it)")
     comp.add_argument("--family", choices=sorted(FAMILIES), action="append",
                       help="only the readers' and these estimator families' kernels (repeat; "
                            "default: all)")

@@ -14,6 +14,7 @@ from distributed import Client, LocalCluster, Nanny, Worker
 from distributed.system import MEMORY_LIMIT
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from . import compile_once
 from .kernel_cache import ALL_MODULES, compile_imported_kernels
 from .linalg.workers import live_workers
 
@@ -78,7 +79,9 @@ class WarmWorker(WorkerPlugin):
     in a background thread for the argument types the fits call
     (:mod:`dask_ssl.kernel_cache`), so a run's first tasks find both done (a task that needs
     a kernel still being compiled waits on numba's compiler lock, never compiles it twice).
-    A worker on a machine that shares no disk with the client compiles once, then loads.
+    On a machine that shares no disk with the client, the first worker to import dask-ssl
+    compiles the listed kernels there once, in child processes (:mod:`dask_ssl.compile_once`),
+    while its tasks run; the thread waits for that, then loads.
 
     The imports run before the worker takes tasks, not in that thread: a task unpickled
     while another thread imports the same package can meet a circular import half done and
@@ -90,8 +93,14 @@ class WarmWorker(WorkerPlugin):
     def setup(self, worker):
         for name in WORKER_MODULES + ALL_MODULES:
             importlib.import_module(name)
-        threading.Thread(target=compile_imported_kernels, name="dask-ssl-warm",
-                         daemon=True).start()
+        threading.Thread(target=_warm, name="dask-ssl-warm", daemon=True).start()
+
+
+def _warm() -> None:
+    # A worker whose machine had no compiled kernels compiles them in the background at
+    # import (dask_ssl.compile_once); loading them here waits for that, not compiling twice.
+    compile_once.wait()
+    compile_imported_kernels()
 
 
 class _ThreadWorker(Worker):

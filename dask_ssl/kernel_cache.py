@@ -18,12 +18,13 @@ Ahead: numba compiles a kernel on its first call with new argument types (0.1-3 
 the first in a process also sets numba's compiler up), or loads it from the disk cache (tens
 of ms). :func:`compile_ahead` does either, before the call, for the argument types listed in
 ``kernel_signatures.txt`` (what the estimators' fits called, recorded by
-:func:`write_signatures`). ``dask-ssl fit`` runs it in a thread from its first statement, for
-the chosen estimator's family (:data:`FAMILIES`), so the kernels compile while the command
-imports, starts its cluster and reads (:func:`compile_in_background`); a worker process does it
-when it starts (:class:`dask_ssl.cluster.WarmWorker`); ``dask-ssl compile`` does it for every
-family (after an install, in a container image). This module imports neither Dask nor numba at
-import.
+:func:`write_signatures`). The first import of an install compiles every listed call into the
+cache, in parallel processes (:mod:`dask_ssl.compile_once`, by :func:`listed_jobs` and
+:func:`compile_job`); after that, ``dask-ssl fit`` loads the chosen estimator's family
+(:data:`FAMILIES`) in a thread from its first statement (:func:`compile_in_background`), a
+worker process loads them when it starts (:class:`dask_ssl.cluster.WarmWorker`), and
+``dask-ssl compile`` makes every family ready in one process. This module imports neither Dask
+nor numba at import.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ def install_locator() -> bool:
         return False
     if any(getattr(c, "_dask_ssl", False) for c in classes):
         return True
+    _lock_saves(caching.IndexDataCacheFile)
 
     class PackageCacheLocator(*base):
         """numba cache locator: this package's kernels in :func:`kernel_dir`."""
@@ -155,6 +157,37 @@ def install_locator() -> bool:
     user = [i for i, c in enumerate(classes) if "UserProvided" in c.__name__]
     classes.insert(user[0] + 1 if user else 0, PackageCacheLocator)
     return True
+
+
+def _lock_saves(cache_file_class) -> None:
+    """Make numba's saves into the kernel cache hold a file lock in the kernel's folder.
+
+    A save reads the kernel's index, adds the new argument types and writes it back, then
+    the compiled code: two processes saving different argument types of one kernel at once
+    (the compiles at first import, worker processes) could leave the index naming one code
+    file for both, and a later process would load the other types' code."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks: saves as numba does them
+        return
+    original = cache_file_class.save
+
+    def save(self, key, data):
+        root = kernel_cache_dir()
+        if root is None or not self._cache_path.startswith(root + os.sep):
+            return original(self, key, data)
+        try:
+            fd = os.open(os.path.join(self._cache_path, ".save.lock"),
+                         os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return original(self, key, data)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return original(self, key, data)
+        finally:
+            os.close(fd)
+
+    cache_file_class.save = save
 
 
 # ahead ---------------------------------------------------------------------------------------
@@ -201,15 +234,17 @@ def listed_signatures() -> dict:
     return out
 
 
-def compile_kernels(module) -> tuple[int, int]:
-    """Make every kernel of ``module`` ready for the argument types listed for it and those
-    already in its disk cache: loaded from the cache where it is there, compiled (and cached)
-    where not. Returns (kernels ready, of which compiled)."""
+def compile_kernels(module, only=None) -> tuple[int, int]:
+    """Make every kernel of ``module`` (those named in ``only`` if given) ready for the
+    argument types listed for it and those already in its disk cache: loaded from the cache
+    where it is there, compiled (and cached) where not. Returns (kernels ready, of which
+    compiled)."""
     listed = listed_signatures()
     ready = compiled = 0
     hook = getattr(module, "compile_listed", None)  # kernels generated at run time
     for (mod, qualname), sigs in listed.items():
-        if hook is None or mod != module.__name__ or "[" not in qualname:
+        if (hook is None or mod != module.__name__ or "[" not in qualname
+                or (only is not None and qualname not in only)):
             continue
         for sig in sigs:
             try:
@@ -218,6 +253,8 @@ def compile_kernels(module) -> tuple[int, int]:
             except Exception as exc:
                 log.debug("could not compile %s%s: %r", qualname, sig, exc)
     for name, fn in _dispatchers(module):
+        if only is not None and fn.py_func.__qualname__ not in only:
+            continue
         sigs = list(listed.get((module.__name__, fn.py_func.__qualname__), []))
         try:
             magic = fn.targetctx.codegen().magic_tuple()
@@ -243,6 +280,28 @@ def compile_ahead(modules) -> tuple[int, int]:
     """Import ``modules`` (names) and :func:`compile_kernels` each; return the totals."""
     totals = [compile_kernels(importlib.import_module(name)) for name in modules]
     return sum(t[0] for t in totals), sum(t[1] for t in totals)
+
+
+def listed_jobs() -> list:
+    """The listed kernels as units of work for separate processes: (module, qualnames), one
+    kernel each, but one per generated file for the generated kernels (writing that file
+    changes the source stamp numba checks, so its kernels are compiled together)."""
+    jobs: dict = {}
+    for module, qualname in listed_signatures():
+        unit = qualname[qualname.index("["):] if "[" in qualname else qualname
+        jobs.setdefault((module, unit), []).append(qualname)
+    return [(module, tuple(names)) for (module, _), names in jobs.items()]
+
+
+def compile_job(module: str, qualnames) -> tuple[int, int]:
+    """:func:`compile_kernels` of the kernels ``qualnames`` of ``module`` (a name); (0, 0)
+    when the module cannot be imported (a list from another version)."""
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError as exc:
+        log.debug("cannot import %s: %r", module, exc)
+        return 0, 0
+    return compile_kernels(loaded, only=set(qualnames))
 
 
 def compile_in_background(modules) -> threading.Thread:

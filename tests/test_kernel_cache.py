@@ -45,26 +45,34 @@ RUN_PROBE = textwrap.dedent("""
 """)
 
 
-def _package_with_probe(root: Path, helper_value: int) -> Path:
+def _package_with_probe(root: Path, helper_value: int, listed: bool = False) -> Path:
     """A copy of the package's cache machinery plus a kernel that inlines a helper from
-    another module (what numba's own per-file check misses)."""
+    another module (what numba's own per-file check misses); ``listed``: the probe's call is
+    in the package's list of kernels compiled ahead."""
     pkg = root / "dask_ssl"
     pkg.mkdir(parents=True, exist_ok=True)
-    for name in ("__init__.py", "kernel_cache.py", "cachedir.py"):
+    for name in ("__init__.py", "kernel_cache.py", "cachedir.py", "compile_once.py"):
         shutil.copy(PACKAGE / name, pkg / name)
     (pkg / "_probe.py").write_text(PROBE)
     (pkg / "_probe_helper.py").write_text(HELPER.format(helper_value))
+    (pkg / "kernel_signatures.txt").write_text("dask_ssl._probe:probe\t(int64,)\n" if listed
+                                               else "")
     return pkg
 
 
-def _run_probe(root: Path, cache: Path):
+def _probe_env(root: Path, cache) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root), DASK_SSL_KERNEL_CACHE=str(cache),
                PYTHONDONTWRITEBYTECODE="1")
     env.pop("NUMBA_CACHE_DIR", None)
+    env.pop("DASK_SSL_COMPILE_AHEAD", None)
+    return env
+
+
+def _run_probe(root: Path, cache, stderr: bool = False, **env):
     out = subprocess.run([sys.executable, "-c", RUN_PROBE], capture_output=True, text=True,
-                         env=env, cwd=root, timeout=300)
+                         env=dict(_probe_env(root, cache), **env), cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return (json.loads(out.stdout), out.stderr) if stderr else json.loads(out.stdout)
 
 
 def test_kernels_are_cached_outside_the_package_and_a_changed_source_is_rebuilt(tmp_path):
@@ -85,6 +93,51 @@ def test_kernels_are_cached_outside_the_package_and_a_changed_source_is_rebuilt(
     result, n_compiled, where = _run_probe(root, cache)
     assert (result, n_compiled) == (3, 1)
     assert not Path(where).is_relative_to(cache / key)
+
+
+def test_first_import_compiles_the_listed_kernels_once_for_processes_started_together(tmp_path):
+    root, cache = tmp_path / "site", tmp_path / "cache"
+    pkg = _package_with_probe(root, 1, listed=True)
+    key = source_key(str(pkg))
+    # two processes import at once: one compiles (in child processes), the other waits for
+    # it; neither compiles the probe itself, both load it
+    procs = [subprocess.Popen([sys.executable, "-c", RUN_PROBE], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_probe_env(root, cache),
+                              cwd=root) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    assert [json.loads(out)[:2] for out, _ in outs] == [[2, 0], [2, 0]]
+    assert sum("dask-ssl: compiling" in err for _, err in outs) == 1
+    (marker,) = (cache / key).glob("complete-*.json")
+    assert json.loads(marker.read_text())["compiled"] >= 1
+    assert json.loads(marker.read_text())["failed"] == []
+    # a later process finds the marker: no message, nothing compiled
+    (result, n_compiled, _), err = _run_probe(root, cache, stderr=True)
+    assert (result, n_compiled, err) == (2, 0, "")
+    # numba's code is per CPU: another CPU model sharing the directory compiles its own once
+    (result, n_compiled, _), err = _run_probe(root, cache, stderr=True, NUMBA_CPU_NAME="generic")
+    assert (result, n_compiled) == (2, 0) and "dask-ssl: compiling" in err
+    assert len(list((cache / key).glob("complete-*.json"))) == 2
+    # a changed source is a new key: compiled anew at the next import, not loaded stale
+    (pkg / "_probe_helper.py").write_text(HELPER.format(2))
+    (result, n_compiled, where), err = _run_probe(root, cache, stderr=True)
+    assert (result, n_compiled) == (3, 0) and "dask-ssl: compiling" in err
+    new_key = source_key(str(pkg))
+    assert Path(where).is_relative_to(cache / new_key)
+    assert [m.name for m in (cache / new_key).glob("complete-*.json")] == [marker.name]
+
+
+def test_unwritable_kernel_cache_compiles_on_first_call_without_error(tmp_path):
+    # a cache directory that cannot be created (its parent is a file; as root, permission
+    # bits would not stop the writes): no compile at import, no message, the kernel compiles
+    # on its first call in numba's own place
+    root = tmp_path / "site"
+    pkg = _package_with_probe(root, 1, listed=True)
+    (tmp_path / "a-file").write_text("")
+    (result, n_compiled, where), err = _run_probe(root, tmp_path / "a-file" / "kernels",
+                                                  stderr=True)
+    assert (result, n_compiled, err) == (2, 1, "")
+    assert Path(where) == pkg / "__pycache__"
 
 
 def test_kernel_cache_turned_off_leaves_numba_its_own_places(tmp_path):
