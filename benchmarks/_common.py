@@ -34,6 +34,17 @@ def worker_peak_rss(client) -> float:
     return max(rss.values()) / 2**20
 
 
+def workers_cpu(client) -> float:
+    """CPU seconds (user + system) the worker processes have used so far, summed."""
+    import psutil
+
+    def cpu():
+        t = psutil.Process().cpu_times()
+        return t.user + t.system
+
+    return float(sum(client.run(cpu).values()))
+
+
 @contextmanager
 def timed(out: dict, key: str):
     t0 = time.perf_counter()
