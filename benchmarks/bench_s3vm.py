@@ -19,7 +19,9 @@ training seconds (what it prints: its one thread's CPU clock, reading and writin
 in-process figure to set beside ours) and its whole process's wall (reading the text file and
 writing outputs included; ``bench_cli.py`` times both sides that way, from the shell). Ratios:
 ours / svmlin's training seconds, per core: ours x the workers (one thread each) / svmlin's
-one core, and CPU: the fit's CPU seconds (driver process and worker processes) / svmlin's. The load average is printed with each row: ratios from a loaded host are not a quiet
+one core, and CPU: the fit's CPU seconds (driver process and worker processes) / svmlin's.
+svmlin's training seconds are its CPU clock, equal to its wall on a quiet host; on a loaded host
+its wall grows and that clock does not, so there only the CPU ratio compares like with like. The load average is printed with each row: ratios from a loaded host are not a quiet
 host's.
 
 ``--profile`` adds, per stage of TSVM and DA, the round trips, bytes sent and received and
