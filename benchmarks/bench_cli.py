@@ -17,7 +17,10 @@ process; there the ratio compares ``fit_seconds`` with LIBLINEAR's training seco
 Both write one decision value per row (svmlin always does; dask-ssl with ``--outputs``).
 Each run prints its wall time (process start to exit), its phases (dask-ssl: the model.json
 ``phases``; svmlin: its reading time and the rest), objective and error on the unlabeled rows,
-and the ratio dask-ssl / peer. dask-ssl runs with ``DASK_SSL_CACHE=off`` (cold: parsing
+and the ratio dask-ssl / peer, also per core: svmlin and LIBLINEAR compute on one core,
+dask-ssl on its worker threads (``--workers``, default one per CPU), so the per-core ratio is
+ours x our cores / the peer's; the CPU seconds (user + system) of both processes are printed
+beside, with the load average (ratios taken on a loaded host are not a quiet host's). dask-ssl runs with ``DASK_SSL_CACHE=off`` (cold: parsing
 included); ``--cached`` adds a second dask-ssl run that reuses the parsed blocks.
 """
 
@@ -26,19 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from _common import KDD99, SHARED
+from _common import KDD99, build_svmlin, load_average, run_program, write_svmlin_files
+from _common import run_svmlin as _run_svmlin
 
 #: The console script installed beside this interpreter: what a user runs.
 DASK_SSL = str(Path(sys.executable).with_name("dask-ssl"))
-SVMLIN_BUILD = SHARED.parent / "peers" / "svmlin" / "build.sh"
 
 
 # data --------------------------------------------------------------------------------------
@@ -52,8 +53,6 @@ def make_data(args, work: Path) -> dict:
     svm, examples = work / f"{name}.svm", work / f"{name}.examples"
     truth_file = work / f"{name}.labels.npy"
     if not (svm.exists() and examples.exists() and truth_file.exists()):
-        from sklearn.datasets import dump_svmlight_file
-
         t0 = time.perf_counter()
         if args.data == "kdd99":
             from dask_ssl.data import read_kdd99
@@ -63,10 +62,7 @@ def make_data(args, work: Path) -> dict:
             from dask_ssl.data import rcv1_like
 
             X, y = rcv1_like(n_rows=args.rows or 804414)
-        dump_svmlight_file(X, y, str(svm), zero_based=False)
-        # svmlin's examples: the same lines without the label column.
-        with open(svm, "rb") as src, open(examples, "wb") as dst:
-            subprocess.run(["cut", "-d", " ", "-f", "2-"], stdin=src, stdout=dst, check=True)
+        write_svmlin_files(X, y, svm, examples)
         np.save(truth_file, y)
         print(f"wrote {svm} ({svm.stat().st_size / 1e6:.0f} MB, {X.shape[0]} x {X.shape[1]}) "
               f"in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -81,15 +77,6 @@ def make_data(args, work: Path) -> dict:
 
 
 # runs --------------------------------------------------------------------------------------
-def timed(cmd, **kw):
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    wall = time.perf_counter() - t0
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(map(str, cmd))} failed:\n{done.stdout}\n{done.stderr}")
-    return wall, done
-
-
 def run_dask_ssl(args, data, method, work: Path, cached=False) -> dict:
     model = work / f"model-{method}"
     cmd = [DASK_SSL, "fit", "--data", str(data["svm"]), "--gamma-A", str(args.gamma),
@@ -104,36 +91,40 @@ def run_dask_ssl(args, data, method, work: Path, cached=False) -> dict:
         if method == "tsvm":
             cmd += ["--max-switches", str(max(1, data["u"] // 2))]
     env = dict(os.environ, DASK_SSL_CACHE=str(work / "cache") if cached else "off")
-    wall, _ = timed(cmd, env=env)
+    wall, cpu, _ = run_program(cmd, env=env)
     doc = json.loads((model / "model.json").read_text())
-    return {"wall": wall, "fit": doc["fit_seconds"], "objective": doc["objective"],
+    return {"wall": wall, "cpu": cpu, "cores": cores(args), "fit": doc["fit_seconds"], "objective": doc["objective"],
             "error": doc["metrics"].get("error_unlabeled"), "trips": doc["round_trips"],
             "phases": " ".join(f"{k} {v:.2f}" for k, v in doc["phases"].items())
                       + f" (in-process wall {doc['wall_seconds']:.2f})"}
 
 
 def run_svmlin(args, data, method, svmlin: str, work: Path) -> dict:
-    run_dir = work / f"svmlin-{method}"
-    run_dir.mkdir(exist_ok=True)
-    algo = {"tsvm": "2", "da": "3"}[method]
-    cmd = [svmlin, "-A", algo, "-W", str(args.gamma), "-U", str(args.gamma_u),
-           "-R", repr(data["r"]), "-S", str(max(1, data["u"] // 2)),
-           str(data["examples"]), str(data["labels"])]
-    wall, done = timed(cmd, cwd=run_dir)
-    objective = float(re.findall(r"Objective Value = ([-+0-9.eE]+)", done.stdout)[-1])
-    reading = sum(float(s) for s in re.findall(r"Reading took ([0-9.eE+-]+) secs", done.stdout))
-    outputs = np.loadtxt(run_dir / f"{data['examples'].name}.outputs")
+    out = _run_svmlin(svmlin, method, data["examples"], data["labels"], work / f"svmlin-{method}",
+                      gamma=args.gamma, gamma_u=args.gamma_u, r=data["r"], switches=data["u"] // 2)
     hidden = data["hidden"]
-    error = float(np.mean(np.where(outputs[hidden] > 0, 1, -1) != data["y"][hidden]))
-    return {"wall": wall, "fit": None, "objective": objective, "error": error, "trips": None,
-            "phases": f"read {reading:.2f} train+write {wall - reading:.2f}"}
+    error = float(np.mean(np.where(out["outputs"][hidden] > 0, 1, -1) != data["y"][hidden]))
+    return {"wall": out["wall"], "cpu": out["cpu"], "cores": 1, "fit": out["train"],
+            "objective": out["objective"], "error": error, "trips": None,
+            "phases": f"read {out['read']:.2f} train {out['train']:.2f} "
+                      f"(its own CPU clock) rest {out['wall'] - out['read'] - out['train']:.2f}"}
+
+
+def cores(args) -> int:
+    """Cores dask-ssl computes on: its worker threads (``--workers``, one thread each;
+    default one per CPU)."""
+    if args.workers:
+        return args.workers
+    from dask_ssl.cluster import default_workers
+
+    return default_workers()
 
 
 def run_liblinear(args, data) -> dict:
-    wall, done = timed([sys.executable, __file__, "_liblinear", str(data["svm"]),
-                        str(args.gamma)])
+    wall, cpu, done = run_program([sys.executable, __file__, "_liblinear", str(data["svm"]),
+                                   str(args.gamma)])
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"wall": wall, "fit": out["train"], "objective": out["objective"], "error": None,
+    return {"wall": wall, "cpu": cpu, "cores": 1, "fit": out["train"], "objective": out["objective"], "error": None,
             "trips": None, "phases": f"read {out['read']:.2f} train {out['train']:.2f}"}
 
 
@@ -162,15 +153,22 @@ def _liblinear_main(path: str, gamma: float) -> None:
 
 # report ------------------------------------------------------------------------------------
 def show(label, ours, peer, peer_name, ratio_of="wall"):
+    """The ratio dask-ssl / peer of ``ratio_of`` seconds, and per core: ours times the cores
+    it computes on against the peer's (svmlin and LIBLINEAR use one); the CPU seconds of the
+    two processes (user + system, imports and reading included) beside."""
     def fmt(v, spec):
         return "-" if v is None else format(v, spec)
 
     ratio = ours[ratio_of] / peer[ratio_of]
-    print(f"{label}: ratio ({ratio_of}) {ratio:.2f}", flush=True)
+    per_core = ours[ratio_of] * ours["cores"] / (peer[ratio_of] * peer["cores"])
+    print(f"{label}: ratio ({ratio_of}) {ratio:.2f}, per core ({ours['cores']} / "
+          f"{peer['cores']}) {per_core:.2f}; process CPU s {ours['cpu']:.2f} / {peer['cpu']:.2f} "
+          f"= {ours['cpu'] / peer['cpu']:.2f}; load {load_average()}", flush=True)
     for name, r in (("dask-ssl", ours), (peer_name, peer)):
-        print(f"  {name:10s} wall {r['wall']:8.2f} s  fit {fmt(r['fit'], '8.2f')}  objective "
-              f"{fmt(r['objective'], '.8f')}  unl. error {fmt(r['error'], '.4%')}  "
-              f"trips {fmt(r['trips'], 'd')}\n  {'':10s} phases: {r['phases']}", flush=True)
+        print(f"  {name:10s} wall {r['wall']:8.2f} s  CPU {r['cpu']:8.2f} s  fit "
+              f"{fmt(r['fit'], '8.2f')}  objective {fmt(r['objective'], '.8f')}  unl. error "
+              f"{fmt(r['error'], '.4%')}  trips {fmt(r['trips'], 'd')}\n  {'':10s} phases: "
+              f"{r['phases']}", flush=True)
 
 
 def main() -> None:
@@ -201,8 +199,7 @@ def main() -> None:
     methods = args.methods.split(",")
     svmlin = None
     if {"tsvm", "da"} & set(methods):
-        svmlin = subprocess.run(["sh", str(SVMLIN_BUILD), str(work / "svmlin-bin")],
-                                capture_output=True, text=True, check=True).stdout.strip()
+        svmlin = build_svmlin(work)
     print(f"{args.data}: {len(data['y'])} rows, {args.labels} labels (seed {args.seed}), "
           f"gamma {args.gamma}, gamma' {args.gamma_u}, r {data['r']:.4f}, S {data['u'] // 2}",
           flush=True)

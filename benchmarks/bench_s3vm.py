@@ -10,6 +10,20 @@ processes against a second fit right after it (the medians and their difference 
 The workers get dask-ssl's start-up plugin as ``dask_ssl.cluster.get_client`` gives it
 (``--no-warm-plugin``: without it).
 
+svmlin (the seeds' C++, ``../shared/peers/svmlin``, built by its script) runs TSVM and DA on
+the same rows and the same label split in the same run (``--no-peer``: without it): the rows
+are gathered from the workers' blocks and written once to ``--workdir`` as svmlin's examples
+file, each split as its labels file. Beside our in-process ``fit_seconds_`` (the blocks already
+on the workers; kernels loaded by a warm-up fit on 3000 rows) the table gives svmlin's own
+training seconds (what it prints: its one thread's CPU clock, reading and writing excluded: the
+in-process figure to set beside ours) and its whole process's wall (reading the text file and
+writing outputs included; ``bench_cli.py`` times both sides that way, from the shell). Ratios:
+ours / svmlin's training seconds, per core: ours x the workers (one thread each) / svmlin's
+one core, and CPU: the fit's CPU seconds (driver process and worker processes) / svmlin's.
+svmlin's training seconds are its CPU clock, equal to its wall on a quiet host; on a loaded host
+its wall grows and that clock does not, so there only the CPU ratio compares like with like. The load average is printed with each row: ratios from a loaded host are not a quiet
+host's.
+
 ``--profile`` adds, per stage of TSVM and DA, the round trips, bytes sent and received and
 seconds of each worker-side step, and the driver's own seconds between trips.
 
@@ -22,10 +36,12 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
-from _common import KDD99, local_cluster, worker_peak_rss
+from _common import (KDD99, build_svmlin, load_average, local_cluster, run_svmlin,
+                     worker_peak_rss, workers_cpu, write_svmlin_files)
 
 
 def load(args, client):
@@ -45,6 +61,25 @@ def load(args, client):
         blocks = RowBlocks(client, blocks.blocks[:keep], blocks.sizes[:keep], blocks.n_features,
                            blocks.sparse, blocks.labels[:keep])
     return blocks
+
+
+def svmlin_files(args, blocks, y, work: Path) -> Path:
+    """svmlin's examples file of exactly these rows, in the blocks' order (written once per data
+    setting and reused while present)."""
+    import scipy.sparse as sp
+
+    name = (f"{args.data}-x{args.replicate}-{args.rows or 'all'}-f{args.fraction}-b{args.blocks}"
+            f"-{blocks.n_rows}")
+    svm, examples = work / f"{name}.svm", work / f"{name}.examples"
+    if not examples.exists():
+        t0 = time.perf_counter()
+        parts = blocks.gather(blocks.blocks)
+        X = sp.vstack([sp.csr_matrix(p) for p in parts]).tocsr()
+        write_svmlin_files(X, y, svm, examples)
+        svm.unlink()  # svmlin reads the examples only
+        print(f"wrote svmlin's {examples} ({examples.stat().st_size / 1e6:.0f} MB) in "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+    return examples
 
 
 def warm_up(client, blocks, methods) -> None:
@@ -236,6 +271,9 @@ def main() -> None:
                     help="fresh clusters: first fit in new workers against a second one")
     ap.add_argument("--no-warm-plugin", action="store_true",
                     help="--cold without dask_ssl.cluster.WarmWorker")
+    ap.add_argument("--no-peer", action="store_true", help="without svmlin")
+    ap.add_argument("--workdir", default="/tmp/dask-ssl-bench-s3vm",
+                    help="svmlin's build, examples and labels files")
     ap.add_argument("--repeat", type=int, default=1, help="fits per method and split")
     ap.add_argument("--seeds", type=int, default=1,
                     help="label splits 0..N-1 (one split's error varies by about 0.1%%)")
@@ -260,8 +298,15 @@ def main() -> None:
         print(f"{args.data}: {blocks.n_rows} x {blocks.n_features} in {blocks.n_blocks} blocks "
               f"(read {read:.1f} s), l = {args.labels}, gamma = {args.gamma}, "
               f"gamma' = {gamma_u}, workers = {args.workers}")
+        peer = not args.no_peer and bool({"tsvm", "da"} & set(args.methods.split(",")))
+        if peer:
+            work = Path(args.workdir)
+            work.mkdir(parents=True, exist_ok=True)
+            svmlin = build_svmlin(work)
+            examples = svmlin_files(args, blocks, y, work)
         print(f"{'seed':>4s} {'method':6s} {'seconds':>8s} {'stages':>7s} {'trips':>7s} "
-              f"{'objective':>12s} {'unl. error %':>12s} {'peak RSS MiB':>12s} {'driver CPU s':>10s}")
+              f"{'objective':>12s} {'unl. error %':>12s} {'peak RSS MiB':>12s} "
+              f"{'driver CPU s':>10s} {'load':>5s}")
         errors = {}
         for seed in range(args.seeds):
             split = stratified_split(y, n_labeled=args.labels, seed=seed)
@@ -271,9 +316,13 @@ def main() -> None:
             methods = make_methods(args, gamma_u, client, r)
             if seed == 0:
                 warm_up(client, blocks, methods)
+            if peer:
+                labels = work / f"{examples.stem}.labels-{args.labels}-{seed}"
+                np.savetxt(labels, y_train, fmt="%+d")
             for name in [m for m in args.methods.split(",") for _ in range(args.repeat)]:
                 profile = TripProfile() if args.profile else None
                 trips0 = blocks.round_trips
+                wcpu0 = workers_cpu(client)
                 cpu0 = time.process_time()
                 try:
                     m = methods[name]().fit(blocks, y_train)
@@ -282,6 +331,7 @@ def main() -> None:
                         profile.restore()
                 # The driver's process (with LocalCluster's scheduler) shares the workers' cores.
                 driver_cpu = time.process_time() - cpu0
+                fit_cpu = driver_cpu + workers_cpu(client) - wcpu0
                 trips = blocks.round_trips - trips0
                 pred = m.predict(blocks)
                 err = 100 * np.mean(pred[unl] != y[unl])
@@ -296,10 +346,25 @@ def main() -> None:
                            + 0.5 * gamma_u / unl.sum()
                            * np.sum(np.maximum(0, 1 - np.abs(scores[unl])) ** 2))
                 print(f"{seed:4d} {name:6s} {m.fit_seconds_:8.1f} {m.n_iter_:7d} {trips:7d} "
-                      f"{obj:12.6f} {err:12.3f} {worker_peak_rss(client):12.0f} {driver_cpu:10.1f}",
-                      flush=True)
+                      f"{obj:12.6f} {err:12.3f} {worker_peak_rss(client):12.0f} {driver_cpu:10.1f} "
+                      f"{load_average():>5s}", flush=True)
                 if profile is not None and name != "svm":
                     profile.report()
+                if peer and name != "svm":
+                    p = run_svmlin(svmlin, name, examples, labels, work / f"svmlin-{name}",
+                                   gamma=args.gamma, gamma_u=gamma_u, r=r,
+                                   switches=int(unl.sum()) // 2)
+                    p_err = 100 * np.mean(np.where(p["outputs"][unl] > 0, 1, -1) != y[unl])
+                    ratio = m.fit_seconds_ / p["train"]
+                    print(f"{seed:4d} {'svmlin':6s} {p['train']:8.2f} {'':7s} {'':7s} "
+                          f"{p['objective']:12.6f} {p_err:12.3f}  (process wall {p['wall']:.1f} s, "
+                          f"CPU {p['cpu']:.1f} s, its reading {p['read']:.1f} s; load "
+                          f"{load_average()})\n"
+                          f"{'':4s} {name} / svmlin training seconds: {ratio:.2f}, per core "
+                          f"({args.workers} / 1): {ratio * args.workers:.2f}; fit CPU s (driver + "
+                          f"workers) / svmlin's: {fit_cpu:.1f} / {p['train']:.1f} = "
+                          f"{fit_cpu / p['train']:.2f}; objectives {obj:.8f} / "
+                          f"{p['objective']:.8f}", flush=True)
         if args.seeds > 1:
             print("mean unlabeled error % over " + str(args.seeds) + " splits: "
                   + ", ".join(f"{k} {np.mean(v):.3f} (sd {np.std(v, ddof=1):.3f})"
