@@ -7,10 +7,12 @@ import dask
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.preprocessing import normalize
 
 from dask_ssl.data.generators import g50c, rcv1_like, two_moons
 from dask_ssl.graph import _nndescent as nnd
-from dask_ssl.graph.knn import DriverIndex, build_knn, prepare_rows, query_knn
+from dask_ssl.graph.knn import (DriverIndex, DriverRows, build_knn, driver_search, prepare_rows,
+                                query_knn)
 from dask_ssl.graph.quality import exact_neighbors, knn_quality
 from dask_ssl.linalg.rowblocks import RowBlocks
 from dask_ssl.linalg.workers import live_workers
@@ -259,22 +261,17 @@ def test_uneven_repeats_share_the_work(client, sparse):
     assert (q_dst[:, :9] == 0).all() and (q_ind[0, :9] < 10).all()
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_gathered_indexes_find_what_the_workers_find(client, sparse):
+def test_gathered_indexes_find_what_the_workers_find(client):
     """A DriverIndex (the workers' indexes gathered, their rows made again from the training
-    rows) answers new rows with the workers' very lists, pickled or not. Dense: rows repeated
-    unevenly, so an index holds distinct rows of both blocks; sparse: cosine, no repeats."""
+    rows) answers new rows with the workers' very lists, pickled or not; rows repeated
+    unevenly, so an index holds distinct rows of both blocks."""
     rng = np.random.default_rng(4)
-    if sparse:
-        X = rcv1_like(n_rows=1200, seed=4)[0]
-        metric = "cosine"
-    else:
-        X = np.vstack([np.repeat(rng.random((100, 4)), 5, axis=0), rng.random((1000, 4))])
-        metric = "euclidean"
-    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=2), 6, metric=metric,
-                      exact_below=0, random_state=0)
-    assert (neigh.groups is None) == sparse
-    gathered = DriverIndex.gather(neigh)
+    X = np.vstack([np.repeat(rng.random((100, 4)), 5, axis=0), rng.random((1000, 4))])
+    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=2), 6,
+                      metric="euclidean", exact_below=0, random_state=0)
+    assert neigh.groups is not None
+    gathered = driver_search(neigh)
+    assert isinstance(gathered, DriverIndex)
     Q = X[::9] * 1.01
     expected = query_knn(neigh, Q)
     for search in (gathered, pickle.loads(pickle.dumps(gathered))):
@@ -283,6 +280,23 @@ def test_gathered_indexes_find_what_the_workers_find(client, sparse):
         np.testing.assert_array_equal(got[1], expected[1])
     with pytest.raises(ValueError, match="features"):
         query_knn(gathered, Q[:, :3])
+
+
+def test_sparse_rows_are_searched_exactly_live_and_gathered(client):
+    """On sparse cosine rows new rows get their exact neighbours, from the fit's workers and
+    from the rows gathered for a stored model alike (no index search there)."""
+    X = rcv1_like(n_rows=1200, seed=4)[0]
+    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=2), 6, metric="cosine",
+                      exact_below=0, random_state=0)
+    assert neigh.indexes is not None
+    gathered = driver_search(neigh)
+    assert isinstance(gathered, DriverRows)
+    Q = X[::9] * 1.01
+    live, stored = query_knn(neigh, Q), query_knn(gathered, Q)
+    np.testing.assert_array_equal(live[0], stored[0])
+    cosine = normalize(Q.astype(np.float64)) @ normalize(X.astype(np.float64)).T
+    exact = np.sort(1.0 - cosine.toarray(), axis=1)[:, :6]
+    np.testing.assert_allclose(live[1], exact, atol=1e-5)
 
 
 @pytest.mark.parametrize("sparse,metric", [(False, "euclidean"), (True, "cosine")])

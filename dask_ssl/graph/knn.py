@@ -666,10 +666,18 @@ class DriverIndex:
                                [got.get(c) for c in range(len(neigh.indexes))])
 
 
+def _searches_exactly(neigh: Neighbors) -> bool:
+    """Whether new rows are searched exactly rather than through the indexes: where there are
+    none, and on sparse rows, where text's many nearly equal cosine distances keep a query on
+    no plateau, so an index search visits most rows at several times an exact scan's cost."""
+    return neigh.indexes is None or neigh.data.sparse
+
+
 def driver_search(neigh: Neighbors) -> DriverRows | DriverIndex:
     """What a process without ``neigh``'s workers searches: its indexes with their rows,
-    gathered to the driver, or the rows alone where it has no index (an exact search)."""
-    return DriverRows.gather(neigh) if neigh.indexes is None else DriverIndex.gather(neigh)
+    gathered to the driver, or the rows alone where it searches exactly
+    (:func:`_searches_exactly`)."""
+    return DriverRows.gather(neigh) if _searches_exactly(neigh) else DriverIndex.gather(neigh)
 
 
 def _with_duplicates(groups, ind, dst, k):
@@ -689,9 +697,10 @@ def query_knn(neigh: Neighbors | DriverRows | DriverIndex, Q, n_neighbors: int |
               search_epsilon: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
     """Nearest training rows of new points ``Q`` (NumPy or CSR, in this process).
 
-    Uses the per-block indexes when they are there: on their workers, or in this process for
-    :class:`DriverIndex`. Otherwise an exact search block by block: on the workers (after
-    :func:`dask_ssl.graph.io.load_graph`), or in this process for :class:`DriverRows`. Either
+    Uses the per-block indexes of dense rows when they are there: on their workers, or in this
+    process for :class:`DriverIndex`. Otherwise (sparse rows, or no indexes) an exact search
+    block by block: on the workers (after :func:`dask_ssl.graph.io.load_graph`), or in this
+    process for :class:`DriverRows`. Either
     way the search and merge are the workers', so the answer is the same.
     Returns ``(indices, distances)``, ``m x k``.
     """
@@ -714,7 +723,7 @@ def query_knn(neigh: Neighbors | DriverRows | DriverIndex, Q, n_neighbors: int |
         return _with_duplicates(neigh.groups, *merge_candidates(k, *cands), k)
     data = neigh.data
     client, owners = data.client, data.owners()
-    if neigh.indexes is None:
+    if _searches_exactly(neigh):
         [q] = client.scatter([Q], broadcast=True, hash=False)
         futs = data.submit(_query_block, q, k, neigh.metric,
                            per_block=[(int(o),) for o in data.offsets[:-1]])
