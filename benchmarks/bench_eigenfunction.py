@@ -41,31 +41,8 @@ from sklearn.svm import SVC  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import local_cluster  # noqa: E402
 
+from dask_ssl.data.eigenfunction_toy import eigenfunction_mixture, label_draws  # noqa: E402
 from dask_ssl.models import LapRLS, SparseEigenfunctionClassifier  # noqa: E402
-
-
-def toy_mixture(n: int, seed: int):
-    """The seed's toy data: ``(X, truth)``, truth 1 for the N((0,0), 2I) component."""
-    rng = np.random.default_rng(seed)
-    part = rng.choice(3, size=n, p=[0.4, 0.3, 0.3])
-    means = [(0.0, 0.0), (5.0, 5.0), (7.0, 7.0)]
-    covs = [2.0 * np.eye(2), np.array([[2.0, 1.0], [1.0, 2.0]]), 1.5 * np.eye(2)]
-    X = np.empty((n, 2))
-    for k in range(3):
-        X[part == k] = rng.multivariate_normal(means[k], covs[k], size=int((part == k).sum()))
-    return X, (part == 0).astype(int)
-
-
-def label_draws(truth, n_labeled: int, n_draws: int) -> list:
-    draws = []
-    for k in range(n_draws):
-        rng = np.random.default_rng(k)
-        while True:
-            rows = rng.choice(truth.size, n_labeled, replace=False)
-            if np.unique(truth[rows]).size == 2:
-                draws.append(rows)
-                break
-    return draws
 
 
 def run(name, X, truth, n_labeled, n_draws, seb_params, client, laprls_draws) -> dict:
@@ -117,7 +94,7 @@ def main(argv=None) -> None:
     print(f"load average at start: {os.getloadavg()}")
     with local_cluster() as client:
         if args.data in ("toy", "all"):
-            X, truth = toy_mixture(1000, args.toy_seed)
+            X, truth = eigenfunction_mixture(1000, args.toy_seed)
             run(f"toy mixture (seed {args.toy_seed})", X, truth, 20, args.draws, {}, client,
                 laprls_draws)
         if args.data in ("cancer", "all"):

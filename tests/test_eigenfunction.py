@@ -9,37 +9,12 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import InvalidParameterError
 
+from dask_ssl.data.eigenfunction_toy import eigenfunction_mixture, label_draws
 from dask_ssl.data.generators import two_moons
 from dask_ssl.linalg import RowBlocks
 from dask_ssl.models import ESTIMATORS, SparseEigenfunctionClassifier
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.solvers import eigenfunction as solve
-
-
-def toy_mixture(n, seed):
-    """The seed's toy data (Sinha and Belkin, 4.1): class +1 from N((0,0), 2I) (weight 0.4),
-    class -1 from N((5,5), [[2,1],[1,2]]) (0.3) and N((7,7), 1.5I) (0.3); 1 for +1, 0 for -1."""
-    rng = np.random.default_rng(seed)
-    part = rng.choice(3, size=n, p=[0.4, 0.3, 0.3])
-    means = [(0.0, 0.0), (5.0, 5.0), (7.0, 7.0)]
-    covs = [2.0 * np.eye(2), np.array([[2.0, 1.0], [1.0, 2.0]]), 1.5 * np.eye(2)]
-    X = np.empty((n, 2))
-    for k in range(3):
-        X[part == k] = rng.multivariate_normal(means[k], covs[k], size=int((part == k).sum()))
-    return X, (part == 0).astype(int)
-
-
-def label_draws(truth, n_labeled, n_draws):
-    """Labeled row sets with both classes, one per draw (seeded by the draw number)."""
-    draws = []
-    for k in range(n_draws):
-        rng = np.random.default_rng(k)
-        while True:
-            rows = rng.choice(truth.size, n_labeled, replace=False)
-            if np.unique(truth[rows]).size == 2:
-                draws.append(rows)
-                break
-    return draws
 
 
 def masked(truth, rows):
@@ -132,7 +107,7 @@ def test_nystrom_with_every_row_a_landmark_is_the_exact_fit(client):
 
 
 def test_nystrom_expands_over_the_landmarks_only(client):
-    X, truth = toy_mixture(400, seed=0)
+    X, truth = eigenfunction_mixture(400, seed=0)
     y = masked(truth, label_draws(truth, 20, 1)[0])
     est = SparseEigenfunctionClassifier(n_components=60, random_state=0, client=client)
     est.fit(RowBlocks.from_array(X, client=client, n_blocks=2), y)
@@ -169,7 +144,7 @@ def test_toy_mixture_two_eigenfunctions_classify_it(client):
     # region; test_two_clusters_... checks that on separated clusters). An RBF SVM on the
     # same 20 labels errs less on this draw of the data (the benchmark's table), so the
     # accuracy is checked against the mixture's overlap instead: an RBF SVM errs on about 1%.
-    X, truth = toy_mixture(1000, seed=0)
+    X, truth = eigenfunction_mixture(1000, seed=0)
     for rows in label_draws(truth, 20, 2):
         est = SparseEigenfunctionClassifier(n_components=300, random_state=0, client=client)
         est.fit(X, masked(truth, rows))
@@ -191,7 +166,7 @@ def test_breast_cancer_at_least_an_rbf_svm(n_labeled):
 
 
 def test_scores_probabilities_and_labels_agree():
-    X, truth = toy_mixture(300, seed=1)
+    X, truth = eigenfunction_mixture(300, seed=1)
     three = truth + (X[:, 0] > 6)  # three classes
     y = masked(three, np.concatenate([np.flatnonzero(three == c)[:4] for c in range(3)]))
     for target in (masked(truth, np.r_[0:10]), y):
@@ -205,7 +180,7 @@ def test_scores_probabilities_and_labels_agree():
 
 
 def test_save_and_load_predict_the_same(client, tmp_path):
-    X, truth = toy_mixture(200, seed=2)
+    X, truth = eigenfunction_mixture(200, seed=2)
     y = masked(truth, label_draws(truth, 20, 1)[0])
     assert ESTIMATORS["SparseEigenfunctionClassifier"] is SparseEigenfunctionClassifier
     for name, params in (("exact", {}), ("nystrom", dict(n_components=50, random_state=0,

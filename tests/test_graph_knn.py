@@ -256,9 +256,10 @@ def test_uneven_repeats_share_the_work(client, sparse):
         assert q.agreement >= q.exact_agreement - 0.02, q
     else:
         assert q.recall >= 0.95, q
-    # new points: a repeated row's copies come first, at distance 0
+    # new points: a repeated row's copies come first, at distance 0 (searched exactly on
+    # sparse rows, where 1 - cos of a row with itself is 0 to float32 rounding)
     q_ind, q_dst = query_knn(neigh, X[:3], 10)
-    assert (q_dst[:, :9] == 0).all() and (q_ind[0, :9] < 10).all()
+    assert (q_dst[:, :9] <= (1e-6 if sparse else 0.0)).all() and (q_ind[0, :9] < 10).all()
 
 
 def test_gathered_indexes_find_what_the_workers_find(client):
