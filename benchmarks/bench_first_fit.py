@@ -6,6 +6,7 @@ cost is in the first command's wall and CPU (children included) and its ``import
 
     python benchmarks/bench_first_fit.py [--python VENV/bin/python] [--only svm,tsvm,...]
                                          [--repeats 1] [--workdir DIR] [--compile-first]
+                                         [--peers liblinear,svmlin,labelspreading,pynndescent]
 
 Before each first run the installed package's ``__pycache__`` folders are deleted (numba's
 in-tree cache, ``.nbi``/``.nbc``, and the byte code) and the pair gets a new, empty
@@ -21,6 +22,10 @@ Data: KDD99 10% (``../shared/data/kdd99/kddcup.data_10_percent.gz``, 494,021 row
 linear S3VMs, and a 50,000-row sample of it (rows drawn without replacement, seed 0, written
 once to ``--workdir`` as CSV) for the graph, kernel and manifold estimators, whose fits grow
 faster than linearly in the rows.
+
+Then the peers' first and second runs, each in a new process of the same interpreter, on the
+same files (``_first_run_peers.py``: LIBLINEAR, svmlin, LabelSpreading, pynndescent; ``--peers
+""`` skips them), with the same columns: their fit (wall, CPU), the command's, the ratios.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import KDD99
+from _first_run_peers import peer_pairs
 
 SAMPLE_ROWS = 50_000
 #: name -> (data: "full" or "sample", fit flags)
@@ -116,6 +122,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "dask-ssl-first-fit"))
     ap.add_argument("--json", help="also write the runs here")
+    ap.add_argument("--peers", default="liblinear,svmlin,labelspreading,pynndescent",
+                    help="peers whose first and second runs are timed too ('' for none)")
     ap.add_argument("--compile-first", action="store_true",
                     help="run `dask-ssl compile --family F` (timed) before the first fit, as "
                          "after an install or in an image build")
@@ -165,6 +173,17 @@ def main() -> None:
                   f"command wall {first['wall'] / second['wall']:.2f}, "
                   f"command CPU {first['cpu'] / second['cpu']:.2f}", flush=True)
             rows.append({"estimator": name, "data": where, "first": first, "second": second})
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    for name, first, second in peer_pairs(args.python, [p for p in args.peers.split(",") if p],
+                                          work, files["sample"], env):
+        for label, r in (("first", first), ("second", second)):
+            print(f"{name:13s} {label:6s} fit {r['fit']:7.2f} s (CPU {r['fit_cpu']:7.2f})  "
+                  f"command {r['wall']:6.2f} s (CPU {r['cpu']:6.2f})  load {load()}", flush=True)
+        print(f"{name:13s} ratio first/second: fit wall {first['fit'] / second['fit']:.2f}, "
+              f"fit CPU {first['fit_cpu'] / second['fit_cpu']:.2f}, command wall "
+              f"{first['wall'] / second['wall']:.2f}, command CPU "
+              f"{first['cpu'] / second['cpu']:.2f}", flush=True)
+        rows.append({"peer": name, "first": first, "second": second})
     print(f"load at the end {load()}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
