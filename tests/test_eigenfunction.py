@@ -253,7 +253,8 @@ def test_selection_keeps_kernel_rls_where_labels_ignore_the_clusters():
         est = SparseEigenfunctionClassifier().fit(X, y)
         assert est.gamma_S_ is None and est.n_nonzero_ == 0
         rows = np.sort(rows)
-        S = _kernel_rls_scores(X, rows, y, est.kernel_params_["gamma"], 1e-6)
+        S = _kernel_rls_scores(X, rows, y, est.kernel_params_["gamma"],
+                               est.selection_[0]["gamma_A"])
         np.testing.assert_allclose(est.decision_function(X), S, rtol=1e-6, atol=1e-8)
         assert (est.predict(X) == (S > 0)).all()
         # the table: kernel RLS first, then the Lasso path, each scored on every labeled row
@@ -284,7 +285,7 @@ def test_selection_takes_the_eigenfunctions_where_they_follow_the_labels():
     assert len(chosen) == 1 and chosen[0]["errors"] < est.selection_[0]["errors"]
     assert chosen[0]["passed"]
     rest = np.setdiff1d(np.arange(truth.size), rows)
-    rls = _kernel_rls_scores(X, np.sort(rows), y, 10.0, 1e-6) > 0
+    rls = _kernel_rls_scores(X, np.sort(rows), y, 10.0, est.selection_[0]["gamma_A"]) > 0
     assert (est.predict(X[rest]) == truth[rest]).mean() > (rls[rest] == truth[rest]).mean()
 
 
@@ -330,3 +331,21 @@ def test_models_stored_before_the_selection_still_load(tmp_path):
     assert back.gamma_S_ == SEED_GAMMA_S and back.selection_ == []
     assert back.selection_cost_ is None
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_kernel_rls_leave_one_out_is_refitting_without_each_row():
+    from dask_ssl.models._gamma_s_selection import SUPERVISED_GAMMA_A, loo_gamma_A, loo_outputs
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(25, 3))
+    Y = np.column_stack([np.sign(X[:, 0] + 0.3 * rng.normal(size=25)), np.sign(X[:, 1])])
+    K = rbf_kernel(X, gamma=0.5)
+    out = loo_outputs(K, Y, SUPERVISED_GAMMA_A)
+    for j, gamma_A in enumerate(SUPERVISED_GAMMA_A):
+        for i in range(25):
+            keep = np.arange(25) != i
+            # the same system without row i: its ridge gamma_A l stays that of l = 25 rows
+            alpha = np.linalg.solve(K[np.ix_(keep, keep)] + gamma_A * 25 * np.eye(24), Y[keep])
+            np.testing.assert_allclose(out[j, i], K[i, keep] @ alpha, atol=1e-8)
+    # one-vs-rest: the class is the column with the largest output
+    errors = [(np.argmax(o, axis=1) != np.argmax(Y, axis=1)).sum() for o in out]
+    assert errors[SUPERVISED_GAMMA_A.index(loo_gamma_A(K, Y))] == min(errors)

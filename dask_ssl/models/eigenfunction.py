@@ -28,7 +28,7 @@ from ..kernels.nystrom import NystromFeatures
 from ..solvers import eigenfunction as solve
 from ._clone import SharesClient
 from ._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
-from ._gamma_s_selection import SEED_GAMMA_S, SUPERVISED_GAMMA_A, kernel_rls, select_gamma_s
+from ._gamma_s_selection import SEED_GAMMA_S, kernel_rls, select_gamma_s
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._selection import enough_labels, warn_unchecked
 from ._selection_cost import measured_fit, selecting
@@ -96,8 +96,8 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         gamma_S for an l1 path). 0 is the least-squares fit on the filtered basis. "auto":
         chosen by cross-validation on the labeled rows among
         :data:`~dask_ssl.models._gamma_s_selection.AUTO_GAMMA_S` and the supervised
-        counterpart, kernel RLS on the labeled rows with the same kernel (LapRLS with
-        ``gamma_I = 0``; :mod:`dask_ssl.models._gamma_s_selection` says why that one). A
+        counterpart, kernel RLS on the labeled rows with the same kernel and its ridge by
+        leave-one-out (:mod:`dask_ssl.models._gamma_s_selection` says why that one). A
         Lasso candidate replaces the supervised one only when it errs on fewer held-out rows
         and a paired test over the labeled rows finds it better beyond the noise
         (:mod:`dask_ssl.models._selection`), so where the eigenfunctions do not follow the
@@ -136,8 +136,8 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         The l1 weight fitted: ``gamma_S``, the one "auto" chose, or None where "auto" chose
         the supervised kernel RLS.
     selection_ : list of dict
-        The candidates of ``gamma_S="auto"`` (``gamma_S`` None and ``gamma_A`` for kernel
-        RLS, first; ``gamma_S`` for the Lasso), their held-out ``errors``, ``error``,
+        The candidates of ``gamma_S="auto"`` (``gamma_S`` None and the ridge ``gamma_A`` it
+        chose for kernel RLS, first; ``gamma_S`` for the Lasso), their held-out ``errors``, ``error``,
         ``stderr``, ``squared`` residual, the paired tests ``passed`` and whether ``chosen``
         (:func:`dask_ssl.models._selection.table`); empty where nothing was chosen.
     selection_cost_ : dict or None
@@ -153,9 +153,11 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         Row numbers of the landmarks (``n_components``).
     kernel_params_ : dict
     objective_ : float or ndarray
-        The Lasso objective per column at the fit.
+        The Lasso objective per column at the fit; where kernel RLS was chosen, its
+        ``(1/l) ||y - K_LL alpha||^2 + gamma_A alpha^T K_LL alpha``.
     n_iter_ : int
-        Coordinate-descent sweeps (the most of any column).
+        Coordinate-descent sweeps (the most of any column); 1 for kernel RLS (a direct
+        solve).
     history_ : list
         Empty (one convex fit, no stages).
     transduction_ : ndarray of shape (n,)
@@ -235,14 +237,15 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         self.basis_ = np.flatnonzero(keep)
         if self.gamma_S_ is None:
             # the supervised counterpart won: kernel RLS over the labeled rows
-            alpha = kernel_rls(K_LL, Y)
+            gamma_A = self.selection_[0]["gamma_A"]
+            alpha = kernel_rls(K_LL, Y, gamma_A)
             self.coef_ = np.zeros((self.basis_.size, Y.shape[1]))
             self.expansion_points_, self.dual_coef_ = XL, alpha
             self.intercept_ = np.zeros(Y.shape[1])
             residual = Y - K_LL @ alpha
             objective = ((residual ** 2).sum(axis=0) / rows.size
-                         + SUPERVISED_GAMMA_A * np.sum(alpha * (K_LL @ alpha), axis=0))
-            n_iter = 0
+                         + gamma_A * np.sum(alpha * (K_LL @ alpha), axis=0))
+            n_iter = 1  # one direct solve
         else:
             fit = solve.lasso(basis.labeled[:, keep], Y, self.gamma_S_,
                               fit_intercept=self.fit_intercept, tol=self.tol,
