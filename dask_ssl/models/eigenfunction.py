@@ -137,9 +137,10 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         the supervised kernel RLS.
     selection_ : list of dict
         The candidates of ``gamma_S="auto"`` (``gamma_S`` None and the ridge ``gamma_A`` it
-        chose for kernel RLS, first; ``gamma_S`` for the Lasso), their held-out ``errors``, ``error``,
-        ``stderr``, ``squared`` residual, the paired tests ``passed`` and whether ``chosen``
-        (:func:`dask_ssl.models._selection.table`); empty where nothing was chosen.
+        chose for kernel RLS, first; ``gamma_S`` for the Lasso), their held-out ``errors``,
+        ``error``, ``stderr``, ``squared`` residual, the paired tests ``passed`` and whether
+        ``chosen`` (:func:`dask_ssl.models._selection.table`); empty where nothing was
+        chosen.
     selection_cost_ : dict or None
         What the selection cost beside the rest of the fit
         (:mod:`dask_ssl.models._selection_cost`); None where nothing was chosen.
@@ -219,10 +220,9 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         if self.n_components is None:
             basis, points, kparams = self._exact(X, rows)
             self.landmark_indices_ = None
-            labeled_points = lambda: points[rows]  # noqa: E731
+            source = points  # where the labeled rows are read, if the selection needs them
         else:
-            basis, points, kparams, blocks = self._nystrom(X, rows)
-            labeled_points = lambda: labeled_rows(blocks, rows)  # noqa: E731
+            basis, points, kparams, source = self._nystrom(X, rows)
         keep = solve.no_sign_change(basis.lowest, basis.highest, self.sign_tol)
         if not keep.any():
             raise ValueError(f"no eigenvector of the kernel matrix is without sign change at "
@@ -231,7 +231,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         Y = labels.columns()[rows]
         self.kernel_params_ = kparams
         self.gamma_S_, self.selection_, XL, K_LL = self._gamma_S(
-            basis.labeled[:, keep], Y, labels.codes[rows], labeled_points)
+            basis.labeled[:, keep], Y, labels.codes[rows], source, rows)
         self.classes_ = labels.classes
         self.eigenvalues_ = basis.values
         self.basis_ = np.flatnonzero(keep)
@@ -266,18 +266,19 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _gamma_S(self, Psi_L, Y, truth, labeled_points):
+    def _gamma_S(self, Psi_L, Y, truth, source, rows):
         """``(gamma_S_, selection_, X_L, K_LL)``: the given l1 weight; with "auto" the seeds'
         where the labels are too few to choose (with a warning), else the cross-validated
         choice (None: the supervised kernel RLS). ``X_L`` and ``K_LL``, the labeled rows
-        and their kernel matrix, are fetched for the selection only (else None)."""
+        ``rows`` of ``source`` and their kernel matrix, are fetched for the selection only
+        (else None)."""
         if self.gamma_S != "auto":
             return float(self.gamma_S), [], None, None
         if not enough_labels(truth):
             warn_unchecked(self, "gamma_S")
             return SEED_GAMMA_S, [], None, None
         with selecting():
-            XL = labeled_points()
+            XL = labeled_rows(source, rows)
             K_LL = kernel_matrix(XL, kernel=self.kernel, kernel_params=self.kernel_params_)
             gamma_S, selection = select_gamma_s(Psi_L, K_LL, Y,
                                                 fit_intercept=self.fit_intercept,
