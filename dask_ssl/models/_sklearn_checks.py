@@ -28,18 +28,9 @@ _SEMI_SUPERVISED = (TSVM, DAS3VM, KernelDAS3VM, BranchAndBoundS3VM, GraphTransdu
                     LapSVM, LinearLapRLS, LinearLapSVM, SparseLapRLS,
                     SparseEigenfunctionClassifier)
 
-_BASIS_WITHOUT_LABELS = (
-    "the basis is chosen from the rows alone (the kernel matrix's eigenvectors without sign "
-    "change, Sinha and Belkin's cluster assumption). At the default width, which follows "
-    "regions, the check's standardized blobs share one such eigenvector; at narrower widths "
-    "two of them, which overlap, still share theirs: the training accuracy stays below the "
-    "check's 0.83 whatever the labels say")
-
 #: Expected failures by estimator class (check name -> reason); classes not here fail none.
 EXPECTED_FAILED_CHECKS: dict[type, dict[str, str]] = {
     cls: {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED} for cls in _SEMI_SUPERVISED}
-EXPECTED_FAILED_CHECKS[SparseEigenfunctionClassifier]["check_classifiers_train"] = (
-    _BASIS_WITHOUT_LABELS)
 
 
 def expected_failed_checks(estimator) -> dict[str, str]:

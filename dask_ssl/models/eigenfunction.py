@@ -7,6 +7,10 @@ over all rows (labeled and unlabeled), those with no sign change up to ``sign_to
 ``N_eps``), the Lasso on the labeled rows over them, and the Nystrom extension for new rows, so
 that the model is a kernel expansion ``f(x) = sum_j W_j k(x_j, x) + b`` (the seed's Eq 3). The
 computations are in :mod:`dask_ssl.solvers.eigenfunction`.
+
+With ``gamma_S="auto"`` (the default) the l1 weight is chosen on the labeled rows against the
+supervised counterpart, kernel RLS on the labeled rows alone, which stays unless a Lasso
+candidate is better beyond the noise (:mod:`._gamma_s_selection`).
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.nystrom import NystromFeatures
 from ..solvers import eigenfunction as solve
 from ._clone import SharesClient
-from ._constraints import COUNT, constraints, validate
+from ._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
+from ._gamma_s_selection import SEED_GAMMA_S, kernel_rls, select_gamma_s
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
+from ._selection import enough_labels, warn_unchecked
+from ._selection_cost import measured_fit, selecting
+from ._transduction_selection import labeled_rows
 from ._rbf_width import WIDTH_FACTOR, blocks_rbf_gamma, default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels, fitted_info, restore_info
@@ -38,8 +46,9 @@ from .manifold import expansion_scores
 EIGEN_WIDTH_FACTOR = 2 * WIDTH_FACTOR
 #: Up to this many rows the exact eigendecomposition runs on one BLAS thread.
 SINGLE_THREAD_ROWS = 2000
-#: Where the estimator widens the shared constraints: the exact eigenvectors (None).
-_OVERRIDES = dict(n_components=[COUNT, None])
+#: Where the estimator widens the shared constraints: the exact eigenvectors (None), the l1
+#: weight chosen on the labels ("auto").
+_OVERRIDES = dict(n_components=[COUNT, None], gamma_S=[NON_NEGATIVE, AUTO])
 
 
 class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMixin,
@@ -82,9 +91,18 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         eps of the seed, relative: an eigenvector passes the filter when its entries on one
         side of zero are all within ``sign_tol`` times its largest absolute entry. 1 keeps
         every eigenvector (the seed's KPCA+L1 baseline).
-    gamma_S : float, default 0.02
+    gamma_S : float or "auto", default "auto"
         The l1 weight (the seed's lambda, ``2 l gamma_S / sqrt(n)`` in its units; thesis ch. 5
-        gamma_S for an l1 path). 0 is the least-squares fit on the filtered basis.
+        gamma_S for an l1 path). 0 is the least-squares fit on the filtered basis. "auto":
+        chosen by cross-validation on the labeled rows among
+        :data:`~dask_ssl.models._gamma_s_selection.AUTO_GAMMA_S` and the supervised
+        counterpart, kernel RLS on the labeled rows with the same kernel and its ridge by
+        leave-one-out (:mod:`dask_ssl.models._gamma_s_selection` says why that one). A
+        Lasso candidate replaces the supervised one only when it errs on fewer held-out rows
+        and a paired test over the labeled rows finds it better beyond the noise
+        (:mod:`dask_ssl.models._selection`), so where the eigenfunctions do not follow the
+        labels the fit is kernel RLS's. With fewer than 5 labeled rows in a class the seeds'
+        0.02 stands unchecked, with a warning.
     fit_intercept : bool, default False
         An unpenalized bias ``b``. The seed has none: where the data has a cluster per class
         the top eigenvectors carry the level, and a bias moves the boundary out of the valley
@@ -110,11 +128,25 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         Positions in ``eigenvalues_`` of the eigenfunctions without sign change (``N_eps``).
     coef_ : ndarray of shape (n_basis_, n_columns)
         beta per class column over ``basis_`` (one column for two classes, positive
-        ``classes_[1]``).
+        ``classes_[1]``); zero where the supervised kernel RLS was chosen.
     n_nonzero_ : int
-        Eigenfunctions with a non-zero coefficient in some column: the model's sparsity.
+        Eigenfunctions with a non-zero coefficient in some column: the model's sparsity (0
+        where the supervised kernel RLS was chosen).
+    gamma_S_ : float or None
+        The l1 weight fitted: ``gamma_S``, the one "auto" chose, or None where "auto" chose
+        the supervised kernel RLS.
+    selection_ : list of dict
+        The candidates of ``gamma_S="auto"`` (``gamma_S`` None and the ridge ``gamma_A`` it
+        chose for kernel RLS, first; ``gamma_S`` for the Lasso), their held-out ``errors``,
+        ``error``, ``stderr``, ``squared`` residual, the paired tests ``passed`` and whether
+        ``chosen`` (:func:`dask_ssl.models._selection.table`); empty where nothing was
+        chosen.
+    selection_cost_ : dict or None
+        What the selection cost beside the rest of the fit
+        (:mod:`dask_ssl.models._selection_cost`); None where nothing was chosen.
     expansion_points_ : ndarray or CSR
-        All training rows (exact) or the landmarks (``n_components``).
+        All training rows (exact), the landmarks (``n_components``), or the labeled rows
+        where the supervised kernel RLS was chosen.
     dual_coef_ : ndarray of shape (n_points, n_columns)
         The seed's W: ``f(x) = k(x, expansion_points_) @ dual_coef_ + intercept_``.
     intercept_ : ndarray of shape (n_columns,)
@@ -122,9 +154,11 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         Row numbers of the landmarks (``n_components``).
     kernel_params_ : dict
     objective_ : float or ndarray
-        The Lasso objective per column at the fit.
+        The Lasso objective per column at the fit; where kernel RLS was chosen, its
+        ``(1/l) ||y - K_LL alpha||^2 + gamma_A alpha^T K_LL alpha``.
     n_iter_ : int
-        Coordinate-descent sweeps (the most of any column).
+        Coordinate-descent sweeps (the most of any column); 1 for kernel RLS (a direct
+        solve).
     history_ : list
         Empty (one convex fit, no stages).
     transduction_ : ndarray of shape (n,)
@@ -133,7 +167,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
     """
 
     def __init__(self, *, kernel="rbf", kernel_params=None, n_components=None,
-                 landmarks="uniform", eig_tol=1e-8, sign_tol=0.1, gamma_S=0.02,
+                 landmarks="uniform", eig_tol=1e-8, sign_tol=0.1, gamma_S="auto",
                  fit_intercept=False, tol=1e-6, max_iter=10000, unlabeled=-1, client=None,
                  n_blocks=None, random_state=None):
         self.kernel = kernel
@@ -165,6 +199,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         check_kernel(self.kernel, self.kernel_params)
 
     # fitting -----------------------------------------------------------------------------
+    @measured_fit
     def fit(self, X, y=None):
         """Fit on labeled and unlabeled rows.
 
@@ -185,35 +220,70 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         if self.n_components is None:
             basis, points, kparams = self._exact(X, rows)
             self.landmark_indices_ = None
+            source = points  # where the labeled rows are read, if the selection needs them
         else:
-            basis, points, kparams = self._nystrom(X, rows)
+            basis, points, kparams, source = self._nystrom(X, rows)
         keep = solve.no_sign_change(basis.lowest, basis.highest, self.sign_tol)
         if not keep.any():
             raise ValueError(f"no eigenvector of the kernel matrix is without sign change at "
                              f"sign_tol={self.sign_tol}: raise sign_tol, or use a positive "
                              f"kernel (kernel={self.kernel!r})")
         Y = labels.columns()[rows]
-        fit = solve.lasso(basis.labeled[:, keep], Y, float(self.gamma_S),
-                          fit_intercept=self.fit_intercept, tol=self.tol,
-                          max_iter=self.max_iter)
+        self.kernel_params_ = kparams
+        self.gamma_S_, self.selection_, XL, K_LL = self._gamma_S(
+            basis.labeled[:, keep], Y, labels.codes[rows], source, rows)
         self.classes_ = labels.classes
         self.eigenvalues_ = basis.values
         self.basis_ = np.flatnonzero(keep)
-        self.coef_ = fit.coef
-        self.n_nonzero_ = int(np.any(fit.coef != 0, axis=1).sum())
-        self.expansion_points_ = points
-        self.dual_coef_ = basis.extension[:, keep] @ fit.coef
-        self.intercept_ = fit.intercept
-        self.kernel_params_ = kparams
-        self.objective_ = float(fit.objective[0]) if fit.objective.size == 1 else fit.objective
-        self.n_iter_ = fit.n_iter
+        if self.gamma_S_ is None:
+            # the supervised counterpart won: kernel RLS over the labeled rows
+            gamma_A = self.selection_[0]["gamma_A"]
+            alpha = kernel_rls(K_LL, Y, gamma_A)
+            self.coef_ = np.zeros((self.basis_.size, Y.shape[1]))
+            self.expansion_points_, self.dual_coef_ = XL, alpha
+            self.intercept_ = np.zeros(Y.shape[1])
+            residual = Y - K_LL @ alpha
+            objective = ((residual ** 2).sum(axis=0) / rows.size
+                         + gamma_A * np.sum(alpha * (K_LL @ alpha), axis=0))
+            n_iter = 1  # one direct solve
+        else:
+            fit = solve.lasso(basis.labeled[:, keep], Y, self.gamma_S_,
+                              fit_intercept=self.fit_intercept, tol=self.tol,
+                              max_iter=self.max_iter)
+            self.coef_ = fit.coef
+            self.expansion_points_ = points
+            self.dual_coef_ = basis.extension[:, keep] @ fit.coef
+            self.intercept_ = fit.intercept
+            objective, n_iter = fit.objective, fit.n_iter
+        self.n_nonzero_ = int(np.any(self.coef_ != 0, axis=1).sum())
+        self.objective_ = float(objective[0]) if objective.size == 1 else objective
+        self.n_iter_ = n_iter
         self.history_ = []
-        self.n_features_in_ = points.shape[1]
+        self.n_features_in_ = self.expansion_points_.shape[1]
         self.n_labeled_ = int(rows.size)
-        self.data_shape_ = (n, points.shape[1])
+        self.data_shape_ = (n, self.n_features_in_)
         self.transduction_ = self._labels_from_scores(self.decision_function(X))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _gamma_S(self, Psi_L, Y, truth, source, rows):
+        """``(gamma_S_, selection_, X_L, K_LL)``: the given l1 weight; with "auto" the seeds'
+        where the labels are too few to choose (with a warning), else the cross-validated
+        choice (None: the supervised kernel RLS). ``X_L`` and ``K_LL``, the labeled rows
+        ``rows`` of ``source`` and their kernel matrix, are fetched for the selection only
+        (else None)."""
+        if self.gamma_S != "auto":
+            return float(self.gamma_S), [], None, None
+        if not enough_labels(truth):
+            warn_unchecked(self, "gamma_S")
+            return SEED_GAMMA_S, [], None, None
+        with selecting():
+            XL = labeled_rows(source, rows)
+            K_LL = kernel_matrix(XL, kernel=self.kernel, kernel_params=self.kernel_params_)
+            gamma_S, selection = select_gamma_s(Psi_L, K_LL, Y,
+                                                fit_intercept=self.fit_intercept,
+                                                tol=self.tol, max_iter=self.max_iter)
+        return gamma_S, selection, XL, K_LL
 
     def _kernel_params(self, default_gamma) -> dict:
         """``kernel_params`` with the default RBF width filled in (``default_gamma()``)."""
@@ -251,7 +321,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         finally:
             Z.client.cancel(Z.blocks)
         self.landmark_indices_ = fm.component_indices_
-        return basis, fm.components_, kparams
+        return basis, fm.components_, kparams, blocks
 
     # prediction --------------------------------------------------------------------------
     def decision_function(self, X):
@@ -281,7 +351,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
             raise ValueError("a model with a callable kernel cannot be saved (models are stored "
                              "without pickle); use a kernel by name")
         return {**fitted_info(self), "kernel_params_": self.kernel_params_,
-                "n_nonzero_": self.n_nonzero_}
+                "n_nonzero_": self.n_nonzero_, "gamma_S_": self.gamma_S_}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -305,3 +375,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         restore_info(self, doc)
         self.kernel_params_ = doc["kernel_params_"]
         self.n_nonzero_ = doc["n_nonzero_"]
+        # models stored before gamma_S was chosen on the labels: the given weight, no table
+        self.gamma_S_ = doc.get("gamma_S_", self.gamma_S)
+        self.selection_ = doc.get("selection_", [])
+        self.selection_cost_ = doc.get("selection_cost_")
