@@ -395,8 +395,9 @@ COUPLINGS = (1e-3, 0.1, 10.0)
 
 
 def run_coupling(name, args, client) -> list[dict]:
-    """Per draw: CoMR at its default coupling and at its MR limit (``gamma_C = inf``), LapRLS
-    on the concatenated views with CoMR's graph (nn = 10, p = 1) and at its defaults; CoRLS at
+    """Per draw: CoMR at its defaults and at its MR limit (``gamma_C = inf``) on Rosenberg's
+    graph (nn = 10, p = 1), LapRLS on the concatenated views with that graph and at its
+    defaults; CoRLS at
     its default and at the fixed couplings ``COUPLINGS``. Error % on the unlabeled rows."""
     from dask_ssl.data import stratified_split
     from dask_ssl.models import LapRLS
@@ -405,8 +406,8 @@ def run_coupling(name, args, client) -> list[dict]:
     views, y, _ = load(name, args)
     concat = _hstack(views)
     fits = [("CoMR()", lambda: CoMR(client=client, random_state=0), False),
-            ("CoMR(gamma_C=inf), its MR limit", lambda: CoMR(gamma_C=np.inf, client=client,
-                                                             random_state=0), False),
+            ("CoMR(gamma_C=inf, n_neighbors=10, p=1), its MR limit", lambda: CoMR(
+                gamma_C=np.inf, n_neighbors=10, p=1, client=client, random_state=0), False),
             ("LapRLS(n_neighbors=10, p=1), concatenated", lambda: LapRLS(
                 n_neighbors=10, p=1, client=client, random_state=0), True),
             ("LapRLS(), concatenated", lambda: LapRLS(client=client, random_state=0), True),
