@@ -342,7 +342,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         if graph is not None:
             pairs = [(None, q) for _, q in pairs]
         else:
-            pairs = [(min(k, n_rows - 1), q) for k, q in pairs]
+            pairs = [(int(min(k, n_rows - 1)), q) for k, q in pairs]
         return list(dict.fromkeys(pairs))
 
     def _solve(self, K, regularizers, Y, labeled, settings):
