@@ -240,7 +240,7 @@ def run_views(name, args, client, progress=lambda res: None) -> dict:
                  lambda e: {"gamma_I": [float(g) for g in e.gamma_I_],
                             "graphs": list(e.graph_names_)}),
                 ("CoMR", lambda: CoMR(client=client, random_state=0),
-                 lambda e: {"gamma_I": float(e.gamma_I_)})):
+                 lambda e: {"gamma_I": float(e.gamma_I_), "graph": [e.n_neighbors_, e.p_]})):
             try:
                 est, sec, warns = _fit_timed(make, views, y_train)
                 rec[label] = {"error": _err(est.transduction_, y, unl), "fit_s": sec,
@@ -330,6 +330,10 @@ def views_rows(res) -> tuple[list, dict]:
         elif m == "CoMR":
             note = "gamma_I: " + ", ".join(f"{g:g} x{c}" for g, c in
                                            Counter(r["gamma_I"] for r in ok).most_common())
+            if all("graph" in r for r in ok):  # the (nn, p) of the graph candidates chosen
+                note += "; graph (nn, p): " + ", ".join(
+                    f"{tuple(k)} x{c}" for k, c in Counter(
+                        tuple(r["graph"]) for r in ok if r["gamma_I"] > 0).most_common())
         else:
             note = "gamma_I per view (draw 0): " + ", ".join(
                 f"{g:g}" for g in ok[0]["gamma_I"]) + "; graphs (draw 0): " + ", ".join(
@@ -391,8 +395,9 @@ COUPLINGS = (1e-3, 0.1, 10.0)
 
 
 def run_coupling(name, args, client) -> list[dict]:
-    """Per draw: CoMR at its default coupling and at its MR limit (``gamma_C = inf``), LapRLS
-    on the concatenated views with CoMR's graph (nn = 10, p = 1) and at its defaults; CoRLS at
+    """Per draw: CoMR at its defaults and at its MR limit (``gamma_C = inf``) on Rosenberg's
+    graph (nn = 10, p = 1), LapRLS on the concatenated views with that graph and at its
+    defaults; CoRLS at
     its default and at the fixed couplings ``COUPLINGS``. Error % on the unlabeled rows."""
     from dask_ssl.data import stratified_split
     from dask_ssl.models import LapRLS
@@ -401,8 +406,8 @@ def run_coupling(name, args, client) -> list[dict]:
     views, y, _ = load(name, args)
     concat = _hstack(views)
     fits = [("CoMR()", lambda: CoMR(client=client, random_state=0), False),
-            ("CoMR(gamma_C=inf), its MR limit", lambda: CoMR(gamma_C=np.inf, client=client,
-                                                             random_state=0), False),
+            ("CoMR(gamma_C=inf, n_neighbors=10, p=1), its MR limit", lambda: CoMR(
+                gamma_C=np.inf, n_neighbors=10, p=1, client=client, random_state=0), False),
             ("LapRLS(n_neighbors=10, p=1), concatenated", lambda: LapRLS(
                 n_neighbors=10, p=1, client=client, random_state=0), True),
             ("LapRLS(), concatenated", lambda: LapRLS(client=client, random_state=0), True),

@@ -15,6 +15,7 @@ from dask_ssl.graph import Graph
 from dask_ssl.kernels import kernel_matrix
 from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.multiview import CoMR, MultiViewKernel
+from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.multiview.comr import INTRINSIC_RIDGE, comr_regularizer
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.solvers.dense import laprls_direct
@@ -42,7 +43,8 @@ def moons(client):
 
 def _fit(moons, **params):
     Xs, _, _, yl, graph = moons
-    base = dict(gamma_A=1e-2, gamma_I=1.0, graph_normalization="none", unlabeled=0, **KERNEL)
+    base = dict(gamma_A=1e-2, gamma_I=1.0, p=1, graph_normalization="none", unlabeled=0,
+                **KERNEL)
     return CoMR(**{**base, **params}).fit(Xs, yl, graph=graph)
 
 
@@ -177,6 +179,37 @@ def test_auto_gamma_I_keeps_the_supervised_candidate(moons):
     assert chosen["gamma_I"] == fitted.gamma_I_
     supervised = rows[0]
     assert chosen is supervised or chosen["errors"] < supervised["errors"]
+
+
+def test_labels_that_ignore_the_clusters_keep_the_supervised_candidate(client):
+    """Four blobs in view 1, the class a sign in view 2's noise: every graph setting follows
+    the blobs, so CoMR's joint choice of (n_neighbors, p, gamma_I) keeps gamma_I = 0."""
+    rng = np.random.default_rng(0)
+    blob = np.repeat([0, 1, 2, 3], 30)
+    V1 = np.array([[0, 0], [6, 0], [0, 6], [6, 6]])[blob] + rng.normal(size=(120, 2)) * 0.5
+    V2 = rng.normal(size=(120, 2))
+    y = (V2[:, 0] > 0).astype(int)
+    lab = np.zeros(120, bool)
+    for cls in (0, 1):
+        lab[rng.choice(np.flatnonzero(y == cls), 8, replace=False)] = True
+    fitted = CoMR(client=client, random_state=0).fit([V1, V2], np.where(lab, y, -1))
+    rows = fitted.selection_
+    assert (rows[0]["n_neighbors"], rows[0]["p"], rows[0]["gamma_I"]) == (None, None, 0.0)
+    graphs = {(r["n_neighbors"], r["p"]) for r in rows[1:]}
+    assert graphs == {(10, 1), (50, 5)} and len(rows) == 1 + 2 * (len(AUTO_GAMMA_I) - 1)
+    assert [r["chosen"] for r in rows] == [True] + [False] * (len(rows) - 1)
+    assert fitted.gamma_I_ == 0.0 and (fitted.n_neighbors_, fitted.p_) == (10, 1)
+    supervised = CoMR(gamma_I=0.0, client=client).fit([V1, V2], np.where(lab, y, -1))
+    np.testing.assert_allclose(fitted.dual_coef_, supervised.dual_coef_, rtol=1e-10)
+
+
+def test_a_given_graph_lets_only_p_vary(moons):
+    fitted = _fit(moons, gamma_I="auto", p="auto")
+    assert {(r["n_neighbors"], r["p"]) for r in fitted.selection_[1:]} == {(None, 1), (None, 5)}
+    assert fitted.n_neighbors_ is None and fitted.p_ in (1, 5)
+    chosen = next(r for r in fitted.selection_ if r["chosen"])
+    refit = _fit(moons, gamma_I=fitted.gamma_I_, p=chosen["p"] or 1)
+    np.testing.assert_allclose(fitted.dual_coef_, refit.dual_coef_, rtol=1e-8, atol=1e-12)
 
 
 def test_too_few_labels_use_the_seeds_gamma_I_with_a_warning(moons):

@@ -77,6 +77,9 @@ def test_saved_model_predicts_as_the_fitted_one(toy, tmp_path, name):
     back = load_model(tmp_path / "m")
     assert type(back) is type(est)
     assert back.view_names_ == ("moons", "lines") and back.view_features_ == (2, 2)
+    if name == "CoMR":  # the graph setting it chose
+        assert (back.n_neighbors_, back.p_) == (est.n_neighbors_, est.p_) == (5, est.p_)
+        assert est.p_ in (1, 5)
     # the same arrays; matrix products may round in the last bits with another alignment
     np.testing.assert_allclose(back.decision_function(views), est.decision_function(views),
                                rtol=1e-12, atol=1e-12)

@@ -132,6 +132,8 @@ for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
     OVERRIDES[(_est, "n_components")] = "None: the exact kernels (or linear features at scale)"
 OVERRIDES[("CoRLS", "solver")] = "the dense block system or the primal one (Gram or CG)"
 OVERRIDES[("CoMR", "formulation")] = "Rosenberg's two CoMR objectives (4.3.3 and 4.3.1)"
+for _name in ("n_neighbors", "p"):
+    OVERRIDES[("CoMR", _name)] = "'auto' selects (k, p) with gamma_I by leave-one-out"
 OVERRIDES[("CoMR", "gamma_C")] = "inf gives its MR limit; no 'auto' (gamma_I is what it selects)"
 
 #: Estimators whose y holds unlabeled rows by default.

@@ -12,11 +12,12 @@ from ..linalg import RowBlocks
 from ._graph_seam import estimator_graph
 
 
-def graph_regularizer(est, X: np.ndarray, graph=None, *,
-                      n_neighbors=None) -> tuple[np.ndarray, float]:
+def graph_regularizer(est, X: np.ndarray, graph=None, *, n_neighbors=None,
+                      p=None) -> tuple[np.ndarray, float]:
     """The estimator's ``M = L^p`` on the rows of X, dense, and the sum of the graph's edge
     weights ``sum_ij W_ij`` where ``graph_normalization="edges"`` needs it (else 0): of its kNN
-    graph built on the workers with ``n_neighbors`` (default the estimator's), or of the given
+    graph built on the workers with ``n_neighbors`` (default the estimator's; ``p`` too, for
+    an estimator that tries several settings), or of the given
     :class:`~dask_ssl.graph.weights.Graph`. With 0 neighbours (one row) the graph has no edges:
     ``M = 0`` and the sum is 0."""
     if graph is None:
@@ -29,4 +30,5 @@ def graph_regularizer(est, X: np.ndarray, graph=None, *,
     elif graph.n_rows != X.shape[0]:
         raise ValueError(f"graph has {graph.n_rows} rows but X has {X.shape[0]}")
     total = float(graph.to_scipy().sum()) if est.graph_normalization == "edges" else 0.0
-    return regularizer_matrix(graph, normalized=est.normalized, p=est.p), total
+    return regularizer_matrix(graph, normalized=est.normalized,
+                              p=est.p if p is None else p), total

@@ -153,7 +153,8 @@ def comr_info(est) -> dict:
                                              int(est.n_features_in_)],
             "kernel_params_": est.kernel_params_, "gamma_I_": float(est.gamma_I_),
             "gamma_I_effective": float(est.gamma_I_effective_),
-            "gamma_C_effective": float(est.gamma_C_effective_), "selection_": est.selection_}
+            "gamma_C_effective": float(est.gamma_C_effective_), "selection_": est.selection_,
+            "n_neighbors_": est.n_neighbors_, "p_": est.p_}
 
 
 def comr_arrays(est) -> dict:
@@ -174,3 +175,5 @@ def comr_restore(est, arrays: dict, doc: dict) -> None:
     est.gamma_I_effective_ = doc["gamma_I_effective"]
     est.gamma_C_effective_ = doc["gamma_C_effective"]
     est.selection_ = doc.get("selection_", [])
+    # models stored before CoMR chose its graph setting
+    est.n_neighbors_, est.p_ = doc.get("n_neighbors_"), doc.get("p_")

@@ -46,7 +46,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import graph_term_weight
 from ..linalg.blas import single_blas_thread
 from ..models._clone import SharesClient
-from ..models._constraints import NON_NEGATIVE, constraints, validate
+from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
 from ..models._graph_kernel import graph_regularizer
 from ..models._graph_seam import check_graph_combination, clip_n_neighbors
 from ..models._graph_weight import SEED_GAMMA_I, truth_of
@@ -54,7 +54,7 @@ from ..models._input import Labels, encode_labels
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from ..models._selection_cost import measured_fit, selecting
-from ..models.manifold import AUTO_GAMMA_I, _loo_outputs
+from ..models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
 from ..solvers.dense import DenseSolution, laprls_direct
 from . import _serving
 from .kernels import _stack
@@ -135,10 +135,13 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     gamma_I : float or "auto", default "auto"
         Rosenberg's gamma_I, weight of the intrinsic term, before ``graph_normalization``.
         0 is the supervised RLS. ``"auto"`` chooses it among ``AUTO_GAMMA_I`` of
-        :class:`~dask_ssl.models.LapRLS` (0, the supervised model, always a candidate) by
-        exact leave-one-out on the labeled rows (RLS with the CoMR point-cloud kernel; the
-        left-out row stays in the graph) and the rule of :mod:`dask_ssl.models._selection`.
-        With fewer than 5 labeled rows in a class the seeds' 1e4 is used, with a
+        :class:`~dask_ssl.models.LapRLS` (0, the supervised model, always a candidate),
+        jointly with the "auto" graph settings (``n_neighbors``, ``p``), by exact
+        leave-one-out on the labeled rows (RLS with each candidate's CoMR point-cloud kernel;
+        the left-out row stays in the graph) and the rule of
+        :mod:`dask_ssl.models._selection`: a graph candidate replaces the supervised model
+        only when it errs on fewer held-out rows beyond the noise. With fewer than 5 labeled
+        rows in a class the seeds' 1e4 on the first graph setting is used, unchecked, with a
         :class:`~dask_ssl.models._selection.SelectionWarning`. The value used is
         ``gamma_I_``, the table ``selection_``.
     gamma_C : float, default 1.0
@@ -158,15 +161,23 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     kernel_params : dict, optional
         Its parameters; an RBF without ``gamma`` gets LapRLS's default width
         (:func:`~dask_ssl.models._rbf_width.default_rbf_gamma`), in ``kernel_params_``.
-    n_neighbors : int, default 10
+    n_neighbors : int or "auto", default "auto"
         Rosenberg's nn, k of the kNN graph on the rows (at most n - 1, with a warning).
+        ``"auto"`` (with ``p``): see ``p``.
     metric, weights, t, symmetrize, search_epsilon, random_state
         The kNN graph, as in :class:`~dask_ssl.models.LapRLS` (heat weights
         ``exp(-d^2 / 4t)``; Rosenberg's ``sigma^2 = 1`` is ``t = 0.5``).
     normalized : bool, default True
         ``L = I - D^-1/2 W D^-1/2`` (Rosenberg's), else ``D - W``.
-    p : int, default 1
-        Rosenberg's p, the power of the Laplacian in ``M^intr``.
+    p : int or "auto", default "auto"
+        Rosenberg's p, the power of the Laplacian in ``M^intr``. With ``"auto"`` for
+        ``n_neighbors`` and / or ``p`` the graph settings are LapRLS's candidates
+        (``AUTO_GRAPHS`` of :mod:`dask_ssl.models.manifold`, ((10, 1), (50, 5)) when both are
+        "auto": Rosenberg's nn = 10, p = 1 and a wider, smoother graph), chosen with
+        ``gamma_I`` on the labeled rows (see ``gamma_I``); a graph given to ``fit`` fixes the
+        neighbours, so only ``p`` can vary. The choice is in ``n_neighbors_`` and ``p_``. A
+        graph suits one data set and not another (a 10-NN graph on a text set can cut a class
+        apart where a 50-NN one does not), and the labels, not the data set's name, say which.
     graph_normalization : {"n2", "edges", "none"}, default "n2"
         gamma_I_eff = gamma_I / (u + l)^2 (thesis ch. 2, the package's default), gamma_I /
         sum W_ij, or gamma_I as Rosenberg writes Eq 4.3 (his Table 4.2 values need "none").
@@ -199,11 +210,16 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     kernel_params_ : dict
     gamma_I_, gamma_I_effective_ : float
         The gamma_I used and its normalized value.
+    n_neighbors_, p_ : int
+        The graph setting used (``n_neighbors_`` None for a graph given to ``fit``, and both
+        None for a model stored before CoMR chose its graph).
     gamma_C_effective_ : float
         The coupling's coefficient (:func:`coupling_weight`).
     selection_ : list of dict
-        With ``gamma_I="auto"``: per candidate ``gamma_I``, leave-one-out ``errors``,
-        ``error``, ``stderr``, ``squared`` and ``chosen``; empty when nothing was chosen.
+        With "auto" settings: per candidate ``n_neighbors``, ``p`` (None for ``gamma_I = 0``,
+        the supervised model, on no graph) and ``gamma_I``, leave-one-out ``errors``,
+        ``error``, ``stderr``, ``squared``, the paired tests ``passed`` and ``chosen``
+        (:func:`dask_ssl.models._selection.table`); empty when nothing was chosen.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -215,8 +231,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, gamma_A=1e-6, gamma_I="auto", gamma_C=1.0, kernel="rbf",
-                 kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat",
-                 t=None, symmetrize="max", normalized=True, p=1, graph_normalization="n2",
+                 kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
+                 t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  search_epsilon=0.1, formulation="semi-supervised", unlabeled=-1, client=None,
                  n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
@@ -239,10 +255,12 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.n_blocks = n_blocks
         self.random_state = random_state
 
-    # gamma_C: also np.inf, the MR limit (the shared constraint is finite); formulation:
+    # gamma_C: also np.inf, the MR limit (the shared constraint is finite); n_neighbors, p:
+    # also "auto", LapRLS's graph candidates; formulation:
     # Rosenberg's two CoMR objectives, not CoRLS's systems
     _parameter_constraints = constraints(
-        __init__, gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})],
+        __init__, gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})], n_neighbors=[COUNT, AUTO],
+        p=[COUNT, AUTO],
         formulation=[StrOptions({"semi-supervised", "transductive"})])
 
     def _check_params(self) -> None:
@@ -280,13 +298,16 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=kparams)
         labeled = labels.labeled
         Y = labels.columns()
-        k = clip_n_neighbors(self.n_neighbors, n) if graph is None else None
-        Lp, total = graph_regularizer(self, X, graph, n_neighbors=k)
+        settings = self._graph_settings(n, graph)
+        if self.gamma_C == 0:
+            settings = settings[:1]  # no graph term at all: the supervised RLS on any graph
+        regularizers = [graph_regularizer(self, X, graph, n_neighbors=k, p=q)
+                        for k, q in settings]
         # the dense algebra below: one BLAS thread (a threaded BLAS on a loaded host spins;
         # an n = 500 eigh took 1.6 s with threads and 0.12 s without)
         with single_blas_thread():
-            Lp = Lp + INTRINSIC_RIDGE * np.eye(n)
-            sol, gamma_I, weight = self._solve(K, Lp, Y, labeled, total)
+            regularizers = [(M + INTRINSIC_RIDGE * np.eye(n), total) for M, total in regularizers]
+            sol, j, gamma_I, weight = self._solve(K, regularizers, Y, labeled, settings)
         self.classes_ = classes
         self.dual_coef_ = sol.alpha
         self.intercept_ = sol.intercept
@@ -295,6 +316,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.view_features_ = views.n_features
         self.n_features_in_ = int(sum(views.n_features))
         self.kernel_params_ = kparams
+        self.n_neighbors_, self.p_ = settings[j]
         self.gamma_I_ = gamma_I
         self.gamma_I_effective_ = weight
         self.gamma_C_effective_ = coupling_weight(self.gamma_C, self.graph_normalization, n)
@@ -303,19 +325,43 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
-    def _solve(self, K, M, Y, labeled, total):
-        """``(solution, gamma_I, gamma_I_eff)`` with ``M = M^intr``: the given ``gamma_I``, or
-        the choice of "auto" (sets ``selection_``)."""
+    def _graph_settings(self, n_rows: int, graph) -> list:
+        """``(n_neighbors, p)`` settings to fit, as :class:`~dask_ssl.models.LapRLS` takes
+        them: several only when one of them is "auto" (``AUTO_GRAPHS``, or the one given
+        crossed with the other's candidates); a given graph fixes the neighbours (None), so
+        only ``p`` can vary. A given ``n_neighbors`` above ``n_rows - 1`` is clipped with a
+        warning, the "auto" candidates quietly."""
+        if self.n_neighbors == "auto" and self.p == "auto":
+            pairs = list(AUTO_GRAPHS)
+        else:
+            ks = ([k for k, _ in AUTO_GRAPHS] if self.n_neighbors == "auto" else
+                  [self.n_neighbors if graph is not None
+                   else clip_n_neighbors(self.n_neighbors, n_rows)])
+            ps = [q for _, q in AUTO_GRAPHS] if self.p == "auto" else [self.p]
+            pairs = [(k, q) for k in ks for q in ps]
+        if graph is not None:
+            pairs = [(None, q) for _, q in pairs]
+        else:
+            pairs = [(int(min(k, n_rows - 1)), q) for k, q in pairs]
+        return list(dict.fromkeys(pairs))
+
+    def _solve(self, K, regularizers, Y, labeled, settings):
+        """``(solution, j, gamma_I, gamma_I_eff)``: the graph setting ``j`` (of ``settings``,
+        whose ``M^intr`` and edge weight sum are ``regularizers[j]``) and the ``gamma_I`` given
+        or chosen (sets ``selection_``)."""
         n = K.shape[0]
         L = np.flatnonzero(labeled)
         coupling = coupling_weight(self.gamma_C, self.graph_normalization, n)
-        spectrum = []  # M's eigen-decomposition (and V^T K), once, for every candidate
+        spectra = {}  # per graph setting: M's eigen-decomposition (and V^T K), once
 
-        def eigen():
-            if not spectrum:
-                mu, V = np.linalg.eigh(M)
-                spectrum.extend((mu, V, V.T @ K if self.formulation == "transductive" else None))
-            return spectrum
+        def eigen(j):
+            if j not in spectra:
+                mu, V = np.linalg.eigh(regularizers[j][0])
+                spectra[j] = (mu, V, V.T @ K if self.formulation == "transductive" else None)
+            return spectra[j]
+
+        def weight_of(j, g):
+            return graph_term_weight(g, self.graph_normalization, n, regularizers[j][1])
 
         def transductive(g):
             """Whether gamma_I = g needs the two-view solve: at either coupling limit, or
@@ -323,65 +369,68 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             return (self.formulation == "transductive" and g > 0
                     and 0 < self.gamma_C < np.inf)
 
-        def two_views(g):
-            """``(K~_LL, Z, gamma_I_eff)`` of the transductive objective at gamma_I = g."""
-            mu, V, VtK = eigen()
-            weight = graph_term_weight(g, self.graph_normalization, n, total)
-            Kt, Z = transductive_kernel(K, VtK, mu, V, L, gamma_A=self.gamma_A, gamma_I=weight,
-                                        coupling=coupling)
-            return Kt, Z, weight
+        def two_views(j, g):
+            """``(K~_LL, Z)`` of the transductive objective at graph j, gamma_I = g."""
+            mu, V, VtK = eigen(j)
+            return transductive_kernel(K, VtK, mu, V, L, gamma_A=self.gamma_A,
+                                       gamma_I=weight_of(j, g), coupling=coupling)
 
-        def penalty(g):
-            """``(M~, gamma_I_eff)`` at gamma_I = g; (None, 0) where the term vanishes."""
+        def penalty(j, g):
+            """``M~`` at graph j, gamma_I = g; None where the term vanishes."""
             if g == 0 or self.gamma_C == 0:
-                return None, 0.0
-            weight = graph_term_weight(g, self.graph_normalization, n, total)
+                return None
             if np.isinf(self.gamma_C):
-                return M, weight  # M~ = M: manifold regularization, no eigen-decomposition
-            mu, V, _ = eigen()
-            return comr_regularizer(mu, V, weight / (2.0 * coupling)), weight
+                return regularizers[j][0]  # M~ = M: manifold regularization, no eigh
+            mu, V, _ = eigen(j)
+            return comr_regularizer(mu, V, weight_of(j, g) / (2.0 * coupling))
 
-        def loo_outputs(g):
+        def loo_outputs(j, g):
             if transductive(g):
-                Kt = two_views(g)[0]
+                Kt = two_views(j, g)[0]
                 H = Kt @ np.linalg.inv(Kt + L.size * np.eye(L.size))
                 YL = Y[L]
                 return YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
-            Mt, w = penalty(g)
-            return _loo_outputs(K, None if Mt is None else Mt @ K, w, Y, labeled, self.gamma_A)
+            Mt = penalty(j, g)
+            return _loo_outputs(K, None if Mt is None else Mt @ K,
+                                0.0 if Mt is None else weight_of(j, g), Y, labeled,
+                                self.gamma_A)
 
-        if self.gamma_I == "auto":
-            gammas = AUTO_GAMMA_I
-            if not enough_labels(truth_of(Y[labeled])):
-                warn_unchecked(self, "gamma_I")
-                gammas = (SEED_GAMMA_I,)
-        else:
-            gammas = (float(self.gamma_I),)
+        gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
+        checks = (len(settings) * len(gammas) > 1
+                  and (self.gamma_I == "auto" or self.gamma_I > 0))
+        if checks and not enough_labels(truth_of(Y[labeled])):
+            warn_unchecked(self, "gamma_I" if self.gamma_I == "auto" else "the graph")
+            settings = settings[:1]
+            gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
+        # gamma_I = 0, the supervised RLS, is one candidate whatever the graph (first)
+        cases = [(j, g) for j in range(len(settings)) for g in gammas if g > 0 or j == 0]
         self.selection_ = []
-        if len(gammas) > 1:
+        j, g = cases[0]
+        if len(cases) > 1:
             # exact leave-one-out of RLS in each candidate's CoMR kernel (the row left out
             # stays in the graph)
             YL = Y[labeled]
             with selecting():
-                outputs = [loo_outputs(g) for g in gammas]
+                outputs = [loo_outputs(*case) for case in cases]
             truth = truth_of(YL)
             wrong = np.array([truth_of(out) != truth for out in outputs])
             squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
-            supervised = list(gammas).index(0.0)
-            best = choose(wrong, squared, supervised=supervised)
-            self.selection_ = table([{"gamma_I": g} for g in gammas], wrong, squared, best,
-                                    supervised=supervised)
-            gammas = (gammas[best],)
-        g = gammas[0]
+            best = choose(wrong, squared, supervised=0)
+            rows = [{"n_neighbors": None if c == 0 else settings[i][0],
+                     "p": None if c == 0 else settings[i][1], "gamma_I": c}
+                    for i, c in cases]
+            self.selection_ = table(rows, wrong, squared, best, supervised=0)
+            j, g = cases[best]
         if transductive(g):
-            Kt, Z, weight = two_views(g)
+            Kt, Z = two_views(j, g)
             beta = np.linalg.solve(Kt + L.size * np.eye(L.size), Y[L])
             sol = DenseSolution(0.5 * Z @ beta, np.zeros(Y.shape[1]), np.array([1]))
-            return sol, g, weight
-        Mt, weight = penalty(g)
+            return sol, j, g, weight_of(j, g)
+        Mt = penalty(j, g)
+        weight = 0.0 if Mt is None else weight_of(j, g)
         sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,
                             gamma_A=self.gamma_A, gamma_I=weight)
-        return sol, g, weight
+        return sol, j, g, weight
 
     # prediction --------------------------------------------------------------------------
     @staticmethod
