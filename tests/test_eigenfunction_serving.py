@@ -115,8 +115,15 @@ def test_shipped_eigenfunction_workflow(client, tmp_path):
     report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
     assert report["split"]["n_labeled"] == 10 and report["split"]["n_test"] == 100
     assert report["metrics"]["error"] <= 0.05
+    assert report["model"]["promoted"] and report["model"]["previous"] is None
     store = store_for(report["parameters"])
     model = store.load()
     assert type(model).__name__ == "SparseEigenfunctionClassifier"
     assert model.gamma_S_ == 0.02 and 0 < model.n_nonzero_ <= model.basis_.size
     assert model.expansion_points_.shape == (300, 2)
+    # a second run is judged against the promoted model, reloaded from the store and scored
+    # on the held-out rows: the same draw errs alike
+    again = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)["model"]
+    assert again["previous"] == report["model"]["version"]
+    assert again["current"] == report["metrics"]["error"] == again["candidate"]
+    assert again["promoted"]
