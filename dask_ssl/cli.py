@@ -133,6 +133,22 @@ def sparse_flags(parser) -> None:
                                                   "slope rho")
 
 
+def eigenfunction_flags(parser) -> None:
+    """The flags of sparse eigenfunction bases (eigenfunction) beyond the kernel's and
+    ``--n-components``: the eigenfunctions' filter and the Lasso over them."""
+    parser.add_argument("--gamma-S", dest="gamma_S", type=_number_or_auto, metavar="GAMMA_S",
+                        help="eigenfunction: the Lasso's l1 weight gamma_S (0: least squares "
+                             "on the filtered basis); 'auto' (the default): chosen on the "
+                             "labeled rows, the supervised kernel RLS included")
+    parser.add_argument("--sign-tol", dest="sign_tol", type=float, metavar="EPS",
+                        help="eigenfunction: the no-sign-change filter's eps, a share of an "
+                             "eigenvector's largest entry (default 0.1; 1 keeps every one)")
+    parser.add_argument("--fit-intercept", dest="fit_intercept",
+                        action=argparse.BooleanOptionalAction, default=None,
+                        help="eigenfunction: fit an unpenalized bias (default: none, as the "
+                             "seed)")
+
+
 def view_flags(parser) -> None:
     """``--view`` and ``--views``: the views of a multi-view model (corls, colaprls, colapsvm,
     comr), instead of ``--data``."""
@@ -188,13 +204,15 @@ def build_parser() -> argparse.ArgumentParser:
                           "default) divides it by (u+l)^2, edges by the sum of the edge "
                           "weights, none takes it as given (the linear paper's gamma_I)")
     fit.add_argument("--kernel", help="base kernel by scikit-learn name (rbf, ...): laprls, "
-                                      "lapsvm, kda, bb; Nystrom features of tsvm, da, linlaprls, "
+                                      "lapsvm, kda, bb, eigenfunction; Nystrom features of tsvm, da, linlaprls, "
                                       "linlapsvm")
     fit.add_argument("--kernel-params", type=json.loads, metavar="JSON",
                      help='kernel parameters, e.g. \'{"gamma": 0.01}\'')
     fit.add_argument("--n-components", type=int, metavar="M",
                      help="Nystrom landmarks m (laprls/lapsvm: instead of the exact expansion; "
-                          "tsvm/da/linlaprls/linlapsvm: with --kernel)")
+                          "eigenfunction: the eigenvectors of the Nystrom approximation, "
+                          "computed on the workers; tsvm/da/linlaprls/linlapsvm: with "
+                          "--kernel)")
     fit.add_argument("--landmarks", choices=["uniform", "kmeans++"],
                      help="how the --n-components landmarks are drawn (default uniform)")
     fit.add_argument("--n-neighbors", type=int, help="Laplacian methods: k of the kNN graph")
@@ -214,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "class mix), none, auto (the default: chosen on the labeled rows)")
     fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
     sparse_flags(fit)
+    eigenfunction_flags(fit)
     # no argparse choices: the estimator's own check names the choices and old spellings
     fit.add_argument("--loss", help="loss V: lapsvm (squared_hinge, hinge), kda and bb "
                                     "(squared_hinge, squared)")
@@ -222,7 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--seed", type=int, default=0, help="seed of --labeled")
     fit.add_argument("--random-state", dest="random_state", type=int, metavar="N",
                      help="seed of the estimator's own draws (sparselaprls: the greedy "
-                          "candidates and a random basis; the kNN search, Nystrom landmarks); "
+                          "candidates and a random basis; the kNN search, Nystrom landmarks "
+                          "(eigenfunction too)); "
                           "default: fresh draws each fit")
     fit.add_argument("--checkpoint", metavar="DIR",
                      help="checkpoint the outer loop after every stage (tsvm, da), the CG state "

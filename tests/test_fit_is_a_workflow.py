@@ -53,6 +53,12 @@ CASES = {
                      "split: {labeled: 20, test_fraction: 0}\n"
                      "estimator: {name: SparseLapRLS, params: {n_basis: 0.05, nu: 0.5, "
                      "gamma_I: 10.0, n_neighbors: 5, random_state: 2}}\n"),
+    # sparse eigenfunction bases: the filter, the Lasso on the labels, the Nystrom extension
+    "eigenfunction": (["--algorithm", "eigenfunction", "--gamma-S", "0.01", "--sign-tol", "0.5",
+                       "--no-fit-intercept", "--labeled", "20"],
+                      "split: {labeled: 20, test_fraction: 0}\n"
+                      "estimator: {name: SparseEigenfunctionClassifier, params: {gamma_S: 0.01, "
+                      "sign_tol: 0.5, fit_intercept: false}}\n"),
 }
 
 

@@ -52,6 +52,7 @@ ALGORITHMS = {"rls": "RLS", "svm": "L2SVM", "tsvm": "TSVM", "da": "DAS3VM", "kda
               "bb": "BranchAndBoundS3VM", "laprls": "LapRLS", "lapsvm": "LapSVM",
               "linlaprls": "LinearLapRLS", "linlapsvm": "LinearLapSVM",
               "transduction": "GraphTransduction", "sparselaprls": "SparseLapRLS",
+              "eigenfunction": "SparseEigenfunctionClassifier",
               # multi-view: --view (one svmlight file per view) or --views (a .mat file)
               "corls": "CoRLS", "colaprls": "CoLapRLS", "colapsvm": "CoLapSVM", "comr": "CoMR"}
 #: Flags of ``fit`` that become estimator parameters, where the estimator has them.
@@ -59,7 +60,8 @@ ESTIMATOR_FLAGS = ("gamma_A", "gamma_u", "pos_fraction", "max_switches", "checkp
                    "gamma_I", "graph_normalization", "kernel", "kernel_params", "n_neighbors",
                    "p", "loss", "n_components", "landmarks", "metric", "weights", "prior",
                    "unlabeled_weight", "class_balance", "gamma_C", "n_basis", "basis",
-                   "method", "nu", "rho", "random_state")
+                   "method", "nu", "rho", "gamma_S", "sign_tol", "fit_intercept",
+                   "random_state")
 #: Flags whose value ``none`` switches a feature off (the parameter None).
 NONE_FLAGS = ("prior", "class_balance")
 #: Flags of the Nystrom feature map: meaningless without a kernel.
@@ -69,7 +71,8 @@ JOB_FILE = "job.json"
 #: kernels are compiled (or loaded from the disk cache) ahead, while the command imports and
 #: reads.
 FAMILY = {"rls": "linear", "svm": "linear", "tsvm": "linear", "da": "linear", "bb": "linear",
-          "kda": "kernel", "corls": "kernel", "transduction": "graph",
+          "kda": "kernel", "corls": "kernel", "eigenfunction": "kernel",
+          "transduction": "graph",
           "laprls": "manifold", "lapsvm": "manifold", "linlaprls": "manifold",
           "linlapsvm": "manifold", "colaprls": "manifold", "colapsvm": "manifold",
           "comr": "manifold", "sparselaprls": "manifold"}
