@@ -689,16 +689,17 @@ class LapRLS(_ManifoldClassifier):
         ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included) by
         the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
         supervised model only when its paired gain in held-out residual exceeds its noise (a
-        number of standard errors that grows with the candidates, about 1.7 for the direct
-        solver's eleven alternatives). The direct solver chooses jointly with the "auto"
-        graph settings, by LapRLS's exact leave-one-out outputs (through the deformed kernel;
-        the left-out row stays in the graph) and their squared residuals. The primal solver
-        chooses on the first graph setting by ``CV_FOLDS``-fold cross-validation (folds
-        stratified by class, each labeled row held out once), scored by the estimator's own
-        loss on the held-out rows; every (fold, candidate, class) is a column of one
-        distributed solve on the kernel rows computed once, a fold's held-out rows staying in
-        the graph as unlabeled rows, and the fit at the chosen value follows. With fewer than
-        5 labeled rows in a class it is the seeds' 1e4 (with a
+        number of standard errors that grows with the candidates, about 1.6 for the direct
+        solver's ten alternatives at one width, 1.9 for its 32 where the RBF width is chosen
+        too). The direct solver chooses jointly with the "auto" graph settings and the RBF
+        width (``kernel_params``), by LapRLS's exact leave-one-out outputs (through the
+        deformed kernel; the left-out row stays in the graph) and their squared residuals.
+        The primal solver chooses on the first graph setting by ``CV_FOLDS``-fold
+        cross-validation (folds stratified by class, each labeled row held out once), scored
+        by the estimator's own loss on the held-out rows; every (fold, candidate, class) is a
+        column of one distributed solve on the kernel rows of each candidate width, a fold's
+        held-out rows staying in the graph as unlabeled rows, and the fit at the chosen value
+        follows. With fewer than 5 labeled rows in a class it is the seeds' 1e4 (with a
         :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
         the ambient one, the classifier follows the graph and the kernel extends it. With
         ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`, in
