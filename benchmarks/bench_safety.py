@@ -444,6 +444,9 @@ def chosen_candidate(est):
     text = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                      for k, v in named.items())
     params = {k: v for k, v in named.items() if k in est.get_params(deep=False)}
+    if "gamma" in named and "kernel_params" in est.get_params(deep=False):
+        # LapRLS / LapSVM's chosen RBF width: given as the kernel's gamma, nothing is chosen
+        params["kernel_params"] = {**(est.kernel_params or {}), "gamma": named["gamma"]}
     return text, params
 
 
@@ -503,6 +506,8 @@ def run_dataset(spec, X, y, n_labels, estimators, args, client, records, saved=N
             est = rec.pop("est", None)
             if est is not None:
                 chosen = chosen_candidate(est)
+                if getattr(est, "selection_cost_", None) is not None:
+                    rec["selection_cost"] = est.selection_cost_
                 if chosen is not None:
                     rec["chosen"] = chosen[0]
                     if draw < args.ratio_draws:

@@ -11,9 +11,11 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import kneighbors_graph
 
 from dask_ssl.data.generators import two_moons
+from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import LapRLS, LapSVM
 from dask_ssl.models._selection import SelectionWarning, chosen_row
 from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.models._rbf_width import default_rbf_gamma, width_candidates
 from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
 
 from ._labels import labels_per_class
@@ -40,6 +42,77 @@ def test_leave_one_out_outputs_equal_refits_without_each_labeled_row(weight):
         A = (np.diag(keep.astype(float)) + weight * l * M) @ K + gamma_A * l * np.eye(60)
         alpha = np.linalg.solve(A, np.where(keep[:, None], Y, 0.0))
         np.testing.assert_allclose(loo[j], K[i] @ alpha, rtol=1e-8, atol=1e-10)
+
+
+def test_width_candidates_leave_one_out_equals_refits_without_each_labeled_row(client):
+    """The direct path's table: per candidate width (the default first, then the others of
+    ``width_candidates``) the supervised model and each gamma_I on the graph; each row's
+    held-out errors and squared residual equal those of dense refits without each labeled row
+    (it stays in the graph as an unlabeled row) at that width."""
+    X, y = two_moons(n=60, noise=0.15, seed=7)
+    y = (y > 0).astype(int)
+    train = labels_per_class(y, 6, seed=7)
+    labeled = train != -1
+    # gamma_A above the seeds' 1e-6 keeps the brute-force solves accurate to 1e-8
+    est = LapRLS(gamma_A=1e-3, n_neighbors=6, p=1, client=client, random_state=0).fit(X, train)
+    widths = width_candidates(default_rbf_gamma(X))
+    assert [row["gamma"] for row in est.selection_] == [
+        g for g in widths for _ in AUTO_GAMMA_I]
+    M = regularizer_matrix(est.graph_, normalized=True, p=1)
+    Y = np.where(train == 1, 1.0, -1.0)
+    gamma_A, l = est.gamma_A, int(labeled.sum())
+    for row in est.selection_:
+        K = rbf_kernel(X, gamma=row["gamma"])
+        weight = row["gamma_I"] / 60 ** 2  # graph_normalization="n2"
+        out = []
+        for i in np.flatnonzero(labeled):
+            keep = labeled.copy()
+            keep[i] = False
+            A = (np.diag(keep.astype(float)) + weight * l * M) @ K + gamma_A * l * np.eye(60)
+            out.append(K[i] @ np.linalg.solve(A, np.where(keep, Y, 0.0)))
+        out = np.array(out)
+        assert row["errors"] == int(np.sum((out > 0) != (Y[labeled] > 0)))
+        assert row["squared"] == pytest.approx(np.sum((Y[labeled] - out) ** 2), rel=1e-8)
+    chosen = chosen_row(est.selection_)
+    assert est.kernel_params_ == {"gamma": chosen["gamma"]} and est.gamma_I_ == chosen["gamma_I"]
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_rbf_labels_that_ignore_the_clusters_keep_kernel_rls_at_the_chosen_width(client, cls):
+    """The default RBF kernel, its width chosen: on a random linear label over isotropic noise
+    the graph candidates do not replace the supervised one, and the fit is the supervised
+    model (gamma_I = 0) at the chosen width, given by hand. gamma_A = 1e-2: with the seeds'
+    1e-6 kernel RLS nearly interpolates its 80 labels, and a graph term rightly wins there as
+    a smoother (see the linear-kernel test above)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 10))
+    y = (X @ rng.normal(size=10) > 0).astype(int)
+    train = labels_per_class(y, 40, seed=4)
+    auto = cls(gamma_A=1e-2, client=client, random_state=0).fit(X, train)
+    row = chosen_row(auto.selection_)
+    assert auto.gamma_I_ == 0.0 and row["gamma_I"] == 0.0
+    assert auto.kernel_params_ == {"gamma": row["gamma"]}
+    assert row["gamma"] in width_candidates(default_rbf_gamma(X))
+    rls = cls(gamma_A=1e-2, gamma_I=0.0, kernel_params=auto.kernel_params_, client=client,
+              random_state=0).fit(X, train)
+    assert rls.selection_ == []
+    np.testing.assert_array_equal(auto.predict(X), rls.predict(X))
+    np.testing.assert_allclose(auto.decision_function(X), rls.decision_function(X),
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["direct", "primal"])
+def test_a_given_width_is_kept(client, solver):
+    X, y = two_moons(n=200, noise=0.1, seed=1)
+    train = labels_per_class((y > 0).astype(int), 6, seed=1)
+    est = LapRLS(kernel_params={"gamma": 0.7}, solver=solver, client=client,
+                 random_state=0).fit(X, train)
+    assert est.kernel_params_ == {"gamma": 0.7}
+    assert est.selection_ and all("gamma" not in row for row in est.selection_)
+    # nothing left to choose: the supervised model given whole is not checked against itself
+    rls = LapRLS(gamma_I=0.0, kernel_params={"gamma": 0.7}, solver=solver, client=client,
+                 random_state=0).fit(X, train)
+    assert rls.selection_ == [] and rls.selection_cost_ is None
 
 
 @pytest.mark.parametrize("cls", [LapRLS, LapSVM])
@@ -80,8 +153,10 @@ def test_two_moons_with_five_labels_a_class_select_the_graph(client, cls):
     assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
     # the chosen row is the fit: the same settings given by hand fit the same model
     row = chosen_row(est.selection_)
+    assert est.kernel_params_ == {"gamma": row["gamma"]}
     fixed = cls(gamma_I=row["gamma_I"], n_neighbors=row["n_neighbors"], p=row["p"],
-                client=client, random_state=0).fit(X, train)
+                kernel_params=est.kernel_params_, client=client, random_state=0).fit(X, train)
+    assert fixed.selection_ == []
     np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-9, atol=1e-12)
 
 
@@ -91,6 +166,7 @@ def test_too_few_labels_keep_the_seeds_setting_and_warn(client):
     with pytest.warns(SelectionWarning, match="LapRLS: fewer than 5 labeled rows"):
         est = LapRLS(client=client, random_state=0).fit(X, train)
     assert est.gamma_I_ == 1e4 and est.selection_ == []
+    assert est.kernel_params_ == {"gamma": default_rbf_gamma(X)}  # the default width, unchecked
     seeds = LapRLS(gamma_I=1e4, n_neighbors=10, p=1, client=client, random_state=0)
     np.testing.assert_allclose(est.dual_coef_, seeds.fit(X, train).dual_coef_, rtol=1e-12)
 
@@ -102,6 +178,9 @@ def test_the_choice_is_stored_with_the_model(client, tmp_path):
     save_model(est, tmp_path / "m")
     back = load_model(tmp_path / "m")
     assert back.gamma_I_ == est.gamma_I_ and back.selection_ == est.selection_
+    # the chosen width is the stored kernel's, each candidate's in the table
+    chosen = chosen_row(est.selection_)
+    assert back.kernel_params_ == est.kernel_params_ == {"gamma": chosen["gamma"]}
     assert sum(row["chosen"] for row in back.selection_) == 1
     # the exact leave-one-out is driver work: no round trip; the cost is stored with the table
     assert est.selection_cost_["round_trips"] == 0 and est.selection_cost_["seconds"] > 0
@@ -110,9 +189,11 @@ def test_the_choice_is_stored_with_the_model(client, tmp_path):
     doc_path = tmp_path / "m" / "model.json"
     doc = json.loads(doc_path.read_text())
     del doc["selection_cost_"]
+    for row in doc["selection_"]:  # nor the width column of models stored before it was chosen
+        del row["gamma"]
     doc_path.write_text(json.dumps(doc))
     old = load_model(tmp_path / "m")
-    assert old.selection_cost_ is None and old.selection_ == est.selection_
+    assert old.selection_cost_ is None and len(old.selection_) == len(est.selection_)
     np.testing.assert_array_equal(old.predict(X), est.predict(X))
 
 
@@ -155,7 +236,11 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
 
     monkeypatch.setattr(primal, "solve_primal", spy)
     est = LapRLS(solver="primal", client=client, random_state=0).fit(X, train)
-    cv, final = masks
+    *per_width, final = masks  # one cross-validation solve per candidate width, same folds
+    assert len(per_width) == len(width_candidates(1.0))
+    for cv in per_width[1:]:
+        np.testing.assert_array_equal(cv, per_width[0])
+    cv = per_width[0]
     assert cv.shape == (300, CV_FOLDS * len(AUTO_GAMMA_I)) and final.shape == (300,)
     np.testing.assert_array_equal(final, labeled)
     held = labeled[:, None] & ~cv
@@ -166,7 +251,7 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     for fold in folds:
         assert np.ptp(np.bincount(y[fold], minlength=2)) <= 1
         assert abs(fold.sum() - labeled.sum() / CV_FOLDS) < 1 + 1e-9
-    assert len(est.selection_) == len(AUTO_GAMMA_I)
+    assert len(est.selection_) == len(AUTO_GAMMA_I) * len(per_width)
     assert all(np.isfinite(row["squared"]) and row["criterion"] == "cv"
                for row in est.selection_)
     assert sum(row["chosen"] for row in est.selection_) == 1
@@ -183,8 +268,10 @@ def test_primal_two_moons_with_five_labels_a_class_select_the_graph(client, cls)
     assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
     # the chosen row is the fit: the same settings given by hand fit the same model
     row = chosen_row(est.selection_)
+    assert est.kernel_params_ == {"gamma": row["gamma"]}
     fixed = cls(gamma_I=row["gamma_I"], n_neighbors=row["n_neighbors"], p=row["p"],
-                solver="primal", client=client, random_state=0).fit(X, train)
+                kernel_params=est.kernel_params_, solver="primal", client=client,
+                random_state=0).fit(X, train)
     np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-9, atol=1e-12)
 
 

@@ -4,6 +4,16 @@
 its ``WIDTH_NEIGHBORS`` nearest rows, over up to ``WIDTH_SAMPLE`` evenly spaced rows: a local
 length scale. :func:`default_rbf_gamma` computes it on rows in memory, :func:`blocks_rbf_gamma`
 on row blocks without moving them.
+
+Where the width is not given, LapRLS and LapSVM choose it on the labeled rows among
+:func:`width_candidates`: the default ``sigma`` and ``sigma`` times each of
+:data:`SELECTION_FACTORS`. The default is a heuristic (a local length scale times a constant
+that no data set fixed); one octave below and above it brackets the scale of the rows' nearest
+neighbours (``sigma`` near their mean distance, where the kernel starts to see only the
+nearest rows) and that of a neighbourhood several times wider, with the default in the middle,
+so a width the data prefer nearby is within a factor of 1.4 of a candidate. Coarser or wider
+grids cost one more candidate family each in the selection for widths the default's
+local-scale reasoning already rules out.
 """
 
 from __future__ import annotations
@@ -18,6 +28,8 @@ from ..linalg import RowBlocks
 WIDTH_NEIGHBORS = 10
 WIDTH_FACTOR = 2.0
 WIDTH_SAMPLE = 1000
+#: Multiples of the default ``sigma`` tried besides it where the width is chosen.
+SELECTION_FACTORS = (0.5, 2.0)
 
 
 def _sample_rows(n: int, sample: int) -> np.ndarray:
@@ -60,3 +72,10 @@ def blocks_rbf_gamma(blocks: RowBlocks, n_neighbors: int = WIDTH_NEIGHBORS,
                         per_block=[(int(off), k) for off in blocks.offsets[:-1]])
     dist = np.sort(np.hstack(parts), axis=1)[:, :k]
     return _gamma(float(dist.mean()), factor)
+
+
+def width_candidates(gamma: float) -> list[float]:
+    """The RBF ``gamma`` values a selection tries around the default ``gamma``: the default
+    first (the incumbent), then ``sigma`` times each of :data:`SELECTION_FACTORS`
+    (``gamma / factor^2``)."""
+    return [float(gamma)] + [float(gamma) / (f * f) for f in SELECTION_FACTORS]

@@ -20,6 +20,10 @@ LapRLS and of the LapSVM dual);
 the workers, early stopping) for the same objective. With ``n_components=m`` neither: the rows
 are mapped to m Nystrom features on the workers and the linear estimators solve the same
 objective there (:mod:`._nystrom_manifold`); the model is an expansion over the m landmarks.
+
+Where the RBF width is not given, the direct and primal solvers choose it on the labeled rows
+together with ``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`); the graphs do
+not depend on it (their heat weights have their own width) and are built once.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._nystrom_manifold import fit_nystrom
 from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
-from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
+from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma, width_candidates
 from ._selection_cost import measured_fit, selecting
 from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, table,
                          warn_unchecked)
@@ -264,23 +268,25 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             solver = "direct" if n_rows <= DIRECT_MAX_ROWS or self._loss() == "hinge" else "primal"
         points = gather_rows(X)
         check_finite_local(points)
-        kparams = dict(self.kernel_params or {})
-        if self.kernel == "rbf" and "gamma" not in kparams:
-            kparams["gamma"] = default_rbf_gamma(points)
+        kparams = self._kernel_candidates(
+            default_rbf_gamma(points) if self._width_selected() else None)
         labeled = labels.labeled
         Y = labels.columns()
-        K = None
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
-            K = kernel_matrix(points, kernel=self.kernel, kernel_params=kparams)
+            grams = _Grams(lambda kp: kernel_matrix(points, kernel=self.kernel, kernel_params=kp),
+                           kparams)
+            grams[0]
         else:
-            kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams)
+            kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams[0])
+            grams = None
         client = get_client(self.client)
         candidates = self._graph_candidates(n_rows, graph)
         (graphs, fitted), self.restarts_ = solve_with_restarts(
-            lambda: self._fit_graphs(X, client, graph, candidates, solver, K, Y, labeled,
+            lambda: self._fit_graphs(X, client, graph, candidates, solver, grams, Y, labeled,
                                      kparams), what=type(self).__name__)
         chosen = fitted.pop("graph_setting")
+        K = fitted.pop("gram")
         self.landmark_indices_ = self.n_components_ = None
         self.graph_ = graphs[chosen[0]]
         self.diagnostics_ = graph_diagnostics(self.graph_)
@@ -296,11 +302,10 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             setattr(self, key, value)
         self.classes_ = classes
         self.expansion_points_ = points
-        self.kernel_params_ = kparams
         self.n_features_in_ = points.shape[1]
         self.n_labeled_ = int(labeled.sum())
         self.data_shape_ = tuple(points.shape)
-        scores = self._scores_train(K if solver == "direct" else None)
+        scores = self._scores_train(K)
         self.transduction_ = self._labels_from_scores(scores)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
@@ -333,7 +338,26 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
         self.transduction_ = self._labels_from_scores(self.decision_function(blocks))
 
-    def _fit_graphs(self, X, client, graph, candidates, solver, K, Y, labeled, kparams):
+    def _width_selected(self) -> bool:
+        """Whether the RBF width is chosen on the labels: the kernel is "rbf" and its ``gamma``
+        was not given."""
+        return self.kernel == "rbf" and "gamma" not in (self.kernel_params or {})
+
+    def _kernel_candidates(self, gamma) -> list:
+        """The kernel parameters to try, the default first: with the width chosen, one per
+        :func:`._rbf_width.width_candidates` around the default ``gamma``; else the given."""
+        given = dict(self.kernel_params or {})
+        if gamma is None:
+            return [given]
+        return [{**given, "gamma": g} for g in width_candidates(gamma)]
+
+    def _unchecked(self, n_graphs: int, n_widths: int) -> str:
+        """The settings a selection without enough labels leaves unchecked, for the warning."""
+        what = ["gamma_I"] if self.gamma_I == "auto" else (
+            ["the graph"] if n_graphs > 1 and self.gamma_I > 0 else [])
+        return " and ".join(what + (["the RBF width"] if n_widths > 1 else []))
+
+    def _fit_graphs(self, X, client, graph, candidates, solver, grams, Y, labeled, kparams):
         """The candidate graphs (unless given) and the solve: ``(graphs, fitted)``. Both are on
         the workers, so a lost worker repeats them (:func:`solve_with_restarts`)."""
         graphs = {}
@@ -345,132 +369,167 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                     graphs[k] = graph if k is None else estimator_graph(
                         self, to_blocks(X, client, self.n_blocks), k)
         if solver == "direct":
-            return graphs, self._fit_direct(K, graphs, candidates, Y, labeled)
+            return graphs, self._fit_direct(grams, graphs, candidates, Y, labeled)
         return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
 
     def _weight(self, graph, gamma_I) -> float:
         """``gamma_I_eff`` on ``graph`` (:func:`._graph_seam.graph_term_weight_on`)."""
         return graph_term_weight_on(self, graph, gamma_I)
 
-    def _fit_direct(self, K, graphs, candidates, Y, labeled) -> dict:
-        """The dense fit at the setting :meth:`_select_direct` chooses."""
+    def _fit_direct(self, grams, graphs, candidates, Y, labeled) -> dict:
+        """The dense fit at the setting :meth:`_select_direct` chooses; ``grams`` the Gram
+        matrix of each candidate width (:class:`_Grams`, the default first)."""
         settings = [((k, q), regularizer_matrix(graphs[k], normalized=self.normalized, p=q))
                     for k, q in candidates]
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
-        checks = len(settings) * len(gammas) > 1 and (self.gamma_I == "auto" or self.gamma_I > 0)
+        checks = (len(settings) * len(gammas) > 1
+                  and (self.gamma_I == "auto" or self.gamma_I > 0)) or len(grams) > 1
         if checks and not enough_labels(truth_of(Y[labeled])):
-            warn_unchecked(self, "the graph" if self.gamma_I != "auto" else "gamma_I")
-            settings = settings[:1]
+            warn_unchecked(self, self._unchecked(len(settings), len(grams)))
+            settings, grams = settings[:1], grams.first()
             gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
-        (setting, M), gamma_I, selection = self._select_direct(K, graphs, settings, gammas, Y,
-                                                               labeled)
+        (w, j, gamma_I), fallback, selection = self._select_direct(grams, graphs, settings,
+                                                                   gammas, Y, labeled)
+        setting, M = settings[j]
         weight = self._weight(graphs[setting[0]], gamma_I)
         if gamma_I > 0 and selection and selection[0]["gamma_I"] == 0:
-            weight, gamma_I = self._confirm(K, M, weight, gamma_I, Y, labeled, selection)
-        out = self._solve_dense(K, M, weight, Y, labeled)
+            if not self._confirm(grams, fallback[0], w, M, weight, Y, labeled, selection):
+                w, weight, gamma_I = fallback[0], 0.0, 0.0
+        out = self._solve_dense(grams[w], M, weight, Y, labeled)
         out.update(graph_setting=setting, selection=selection, gamma_I_=gamma_I,
-                   gamma_I_effective_=weight)
+                   gamma_I_effective_=weight, kernel_params_=grams.params[w], gram=grams[w])
         return out
 
-    def _select_direct(self, K, graphs, settings, gammas, Y, labeled):
-        """``((setting, M), gamma_I, selection_)``: the candidate graph and ``gamma_I`` by
-        LapRLS's exact leave-one-out outputs on the labeled rows (:func:`_loo_outputs`) and the
-        rule of :mod:`._selection`. ``gamma_I = 0`` is one candidate whatever the graph (the
-        supervised model, first); without it the first graph stands in its place."""
-        cases = [(j, g) for j in range(len(settings)) for g in gammas if g > 0 or j == 0]
+    def _select_direct(self, grams, graphs, settings, gammas, Y, labeled):
+        """``(chosen, fallback, selection_)``: the candidate width, graph and ``gamma_I`` (as
+        ``(width index, setting index, gamma_I)``) by LapRLS's exact leave-one-out outputs on
+        the labeled rows (:func:`_loo_outputs`) and the rule of :mod:`._selection`, and the
+        supervised candidate the rule chooses among the supervised ones alone (where a
+        graph candidate fails its confirmation, :meth:`_confirm`). ``gamma_I = 0`` is one
+        candidate per width whatever the graph; without it the first graph stands in its
+        place. The incumbent, which every other candidate must beat under the rule, is the
+        supervised model at the default width: the estimator without its unlabeled rows and
+        without a choice. Per width the Gram matrix is computed once and ``M K`` once per
+        graph, for every ``gamma_I`` tried; the graphs are shared by every width (their heat
+        weights do not depend on the kernel)."""
+        cases = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
+                 for g in gammas if g > 0 or j == 0]
         if len(cases) == 1:
-            return settings[0], gammas[0], []
+            return cases[0], cases[0], []
         YL = Y[labeled]
+        outputs = []
         with selecting():
-            MK = {j: settings[j][1] @ K for j, g in cases if g > 0}
-            outputs = [_loo_outputs(K, MK.get(j), self._weight(graphs[settings[j][0][0]], g),
-                                    Y, labeled, self.gamma_A) for j, g in cases]
+            for w in range(len(grams)):
+                K, MK = grams[w], {}
+                for _, j, g in (case for case in cases if case[0] == w):
+                    if g > 0 and j not in MK:
+                        MK[j] = settings[j][1] @ K
+                    outputs.append(_loo_outputs(
+                        K, MK.get(j), self._weight(graphs[settings[j][0][0]], g), Y, labeled,
+                        self.gamma_A))
+                del MK
         truth = truth_of(YL)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)
-        rows = [{"n_neighbors": None if g == 0 else settings[j][0][0],
-                 "p": None if g == 0 else settings[j][0][1], "gamma_I": g} for j, g in cases]
-        j, gamma_I = cases[best]
-        return settings[j], gamma_I, table(rows, wrong, squared, best)
+        supervised = [i for i, (_, _, g) in enumerate(cases) if g == 0] or [0]
+        fallback = supervised[choose(wrong[supervised], squared[supervised], supervised=0)]
+        width = len(grams) > 1
+        rows = [{**({"gamma": grams.params[w]["gamma"]} if width else {}),
+                 "n_neighbors": None if g == 0 else settings[j][0][0],
+                 "p": None if g == 0 else settings[j][0][1], "gamma_I": g} for w, j, g in cases]
+        return cases[best], cases[fallback], table(rows, wrong, squared, best)
 
-    def _confirm(self, K, M, weight, gamma_I, Y, labeled, selection):
-        """``(weight, gamma_I)`` after the chosen graph candidate is checked with this
-        estimator's own loss; LapRLS's leave-one-out already is (LapSVM overrides)."""
-        return weight, gamma_I
+    def _confirm(self, grams, w_supervised, w, M, weight, Y, labeled, selection) -> bool:
+        """Whether the chosen graph candidate (width ``w``, graph term ``weight M``) stands
+        against the supervised one of width ``w_supervised`` when checked with this
+        estimator's own loss; LapRLS's leave-one-out already is that check (LapSVM
+        overrides)."""
+        return True
 
     def _fit_primal(self, X, client, graphs, setting, Y, labeled, kparams) -> dict:
-        """The distributed fit on the first graph setting, at the ``gamma_I`` of
-        :meth:`_primal_gamma_I`; the kernel rows are computed once for the selection and the
-        fit."""
+        """The distributed fit on the first graph setting, at the width and ``gamma_I`` of
+        :meth:`_primal_choice`; the kernel rows of each width are computed once for the
+        selection and the fit (``kparams``: the candidate kernel parameters, default first)."""
         from ..kernels.blocks import KernelBlocks
 
         graph = graphs[setting[0]]
         blocks = to_blocks(X, client, self.n_blocks)
-        K = KernelBlocks(blocks, kernel=self.kernel, kernel_params=kparams)
+        grams = _Grams(lambda kp: KernelBlocks(blocks, kernel=self.kernel, kernel_params=kp),
+                       kparams)
         try:
-            gamma_I, selection = self._primal_gamma_I(blocks, K, graph, setting, Y, labeled)
+            grams[0]  # the default's rows count in the fit, the others' in the selection
+            w, gamma_I, selection = self._primal_choice(blocks, grams, graph, setting, Y,
+                                                        labeled)
+            grams.close(keep=w)
             weight = self._weight(graph, gamma_I)
-            res = self._solve_primal(blocks, K, graph, setting[1], Y, labeled, weight, self.tol)
+            res = self._solve_primal(blocks, grams[w], graph, setting[1], Y, labeled, weight,
+                                     self.tol)
         finally:
-            K.close()
+            grams.close()
         return {"dual_coef_": res.alpha, "intercept_": np.asarray(res.intercept, dtype=float),
                 "objective_": _squeeze(np.asarray(res.objective, dtype=float)),
                 "n_iter_": int(res.n_iter), "history_": res.history,
                 "graph_setting": setting, "selection": selection, "gamma_I_": gamma_I,
-                "gamma_I_effective_": weight}
+                "gamma_I_effective_": weight, "kernel_params_": grams.params[w], "gram": None}
 
-    def _primal_gamma_I(self, blocks, K, graph, setting, Y, labeled):
-        """``(gamma_I, selection_)`` on the primal path: the given ``gamma_I``; with "auto" the
-        choice of :meth:`_cv_primal`, or the seeds' with too few labels to choose."""
-        if self.gamma_I != "auto":
-            return float(self.gamma_I), []
+    def _primal_choice(self, blocks, grams, graph, setting, Y, labeled):
+        """``(width index, gamma_I, selection_)`` on the primal path: the given ``gamma_I`` and
+        width; with "auto" or the width to choose, the choice of :meth:`_cv_primal`, or the
+        seeds' with too few labels to choose."""
+        gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
+        if len(gammas) * len(grams) == 1:
+            return 0, gammas[0], []
         if not enough_labels(truth_of(Y[labeled])):
-            warn_unchecked(self, "gamma_I")
-            return SEED_GAMMA_I, []
-        return self._cv_primal(blocks, K, graph, setting, Y, labeled)
+            warn_unchecked(self, self._unchecked(1, len(grams)))
+            return 0, (SEED_GAMMA_I if self.gamma_I == "auto" else gammas[0]), []
+        return self._cv_primal(blocks, grams, graph, setting, Y, labeled, gammas)
 
     @selecting()
-    def _cv_primal(self, blocks, K, graph, setting, Y, labeled):
-        """``(gamma_I, selection_)``: :data:`AUTO_GAMMA_I` (0, the supervised model, first) by
-        :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this estimator's
-        own loss on the held-out rows and the rule of :mod:`._selection`.
+    def _cv_primal(self, blocks, grams, graph, setting, Y, labeled, gammas):
+        """``(width index, gamma_I, selection_)``: every width of ``grams`` (the default
+        first) with every ``gamma_I`` of ``gammas`` (0, the supervised model, first) by
+        :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this
+        estimator's own loss on the held-out rows and the rule of :mod:`._selection` (the
+        incumbent: the supervised model at the default width, as on the direct path).
 
-        Every (fold, candidate, class column) is a column of one primal solve on the kernel
-        rows ``K``, so an iteration costs the products of one fit. A fold's held-out rows are
-        unlabeled rows of its columns: they stay in the graph term, and only their outputs
-        ``K alpha + b`` are scored."""
+        Per width every (fold, candidate, class column) is a column of one primal solve on
+        that width's kernel rows, so an iteration costs the products of one fit. A fold's
+        held-out rows are unlabeled rows of its columns: they stay in the graph term, and only
+        their outputs ``K alpha + b`` are scored."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         truth = truth_of(YL)
         fold = fold_of(truth, min(CV_FOLDS, L.size))
         n_folds, n_targets = int(fold.max()) + 1, Y.shape[1]
-        cases = [(f, g, t) for f in range(n_folds) for g in AUTO_GAMMA_I
-                 for t in range(n_targets)]
+        cases = [(f, g, t) for f in range(n_folds) for g in gammas for t in range(n_targets)]
         masks = np.zeros((Y.shape[0], len(cases)), dtype=bool)
         for j, (f, _, _) in enumerate(cases):
             masks[L[fold != f], j] = True
         # gamma_I_eff is linear in gamma_I: one normalization for every candidate
         unit = self._weight(graph, 1.0)
         weights = np.array([g * unit for _, g, _ in cases])
-        # the folds' fits need only be accurate enough to count their held-out errors
-        res = self._solve_primal(blocks, K, graph, setting[1],
-                                 Y[:, [t for _, _, t in cases]] * masks, masks, weights,
-                                 max(self.tol, CV_TOL))
-        outputs = []
-        for g in AUTO_GAMMA_I:
-            held_out = np.empty_like(YL)
-            for f in range(n_folds):
-                cols = [j for j, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
-                held_out[fold == f] = res.decision[np.ix_(L[fold == f], cols)]
-            outputs.append(held_out)
+        outputs, rows = [], []
+        width = len(grams) > 1
+        for w in range(len(grams)):
+            # the folds' fits need only be accurate enough to count their held-out errors
+            res = self._solve_primal(blocks, grams[w], graph, setting[1],
+                                     Y[:, [t for _, _, t in cases]] * masks, masks, weights,
+                                     max(self.tol, CV_TOL))
+            for g in gammas:
+                held_out = np.empty_like(YL)
+                for f in range(n_folds):
+                    cols = [j for j, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
+                    held_out[fold == f] = res.decision[np.ix_(L[fold == f], cols)]
+                outputs.append(held_out)
+                rows.append({**({"gamma": grams.params[w]["gamma"]} if width else {}),
+                             "n_neighbors": None if g == 0 else setting[0],
+                             "p": None if g == 0 else setting[1], "gamma_I": g})
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)
-        rows = [{"n_neighbors": None if g == 0 else setting[0],
-                 "p": None if g == 0 else setting[1], "gamma_I": g} for g in AUTO_GAMMA_I]
         selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
-        return AUTO_GAMMA_I[best], selection
+        return best // len(gammas), gammas[best % len(gammas)], selection
 
     def _solve_primal(self, blocks, K, graph, p, Y, labeled, weight, tol):
         """:func:`~dask_ssl.solvers.primal.solve_primal` on the kernel rows ``K`` with this
@@ -539,6 +598,35 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.gamma_I_ = doc.get("gamma_I_", doc["params"]["gamma_I"])
 
 
+class _Grams:
+    """The kernel of each candidate parameter set (``params``, the default first), made by
+    ``make(params)`` when first asked for and kept: the Gram matrix of a width not tried is
+    never computed."""
+
+    def __init__(self, make, params: list, made: dict | None = None):
+        self.make, self.params, self._made = make, list(params), dict(made or {})
+
+    def __len__(self) -> int:
+        return len(self.params)
+
+    def __getitem__(self, w: int):
+        if w not in self._made:
+            self._made[w] = self.make(self.params[w])
+        return self._made[w]
+
+    def first(self) -> "_Grams":
+        """The default alone (nothing to choose)."""
+        return _Grams(self.make, self.params[:1], {0: self._made[0]} if 0 in self._made else {})
+
+    def close(self, keep: int | None = None) -> None:
+        """Release every kernel made but ``keep``'s (those holding worker state)."""
+        for w, K in list(self._made.items()):
+            if w != keep:
+                del self._made[w]
+                if hasattr(K, "close"):
+                    K.close()
+
+
 def _check_named_graphs(graphs: dict, n_rows: int) -> None:
     """Candidate graphs given by name: at least one, named by strings, each a Graph on the
     ``n_rows`` rows of the fit."""
@@ -601,16 +689,17 @@ class LapRLS(_ManifoldClassifier):
         ``"auto"`` chooses it on the labeled rows among :data:`AUTO_GAMMA_I` (0 included) by
         the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
         supervised model only when its paired gain in held-out residual exceeds its noise (a
-        number of standard errors that grows with the candidates, about 1.7 for the direct
-        solver's eleven alternatives). The direct solver chooses jointly with the "auto"
-        graph settings, by LapRLS's exact leave-one-out outputs (through the deformed kernel;
-        the left-out row stays in the graph) and their squared residuals. The primal solver
-        chooses on the first graph setting by ``CV_FOLDS``-fold cross-validation (folds
-        stratified by class, each labeled row held out once), scored by the estimator's own
-        loss on the held-out rows; every (fold, candidate, class) is a column of one
-        distributed solve on the kernel rows computed once, a fold's held-out rows staying in
-        the graph as unlabeled rows, and the fit at the chosen value follows. With fewer than
-        5 labeled rows in a class it is the seeds' 1e4 (with a
+        number of standard errors that grows with the candidates, about 1.6 for the direct
+        solver's ten alternatives at one width, 1.9 for its 32 where the RBF width is chosen
+        too). The direct solver chooses jointly with the "auto" graph settings and the RBF
+        width (``kernel_params``), by LapRLS's exact leave-one-out outputs (through the
+        deformed kernel; the left-out row stays in the graph) and their squared residuals.
+        The primal solver chooses on the first graph setting by ``CV_FOLDS``-fold
+        cross-validation (folds stratified by class, each labeled row held out once), scored
+        by the estimator's own loss on the held-out rows; every (fold, candidate, class) is a
+        column of one distributed solve on the kernel rows of each candidate width, a fold's
+        held-out rows staying in the graph as unlabeled rows, and the fit at the chosen value
+        follows. With fewer than 5 labeled rows in a class it is the seeds' 1e4 (with a
         :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
         the ambient one, the classifier follows the graph and the kernel extends it. With
         ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`, in
@@ -619,9 +708,18 @@ class LapRLS(_ManifoldClassifier):
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
         Parameters of the kernel (the RBF width is ``gamma`` there, ``1/(2 sigma^2)`` with the
-        seeds' sigma). For ``"rbf"`` without ``gamma``: sigma = twice the mean distance from a
-        row to its 10 nearest rows (:func:`default_rbf_gamma`; unlabeled and labeled rows, no
-        labels), stored in ``kernel_params_``.
+        seeds' sigma). For ``"rbf"`` without ``gamma`` the width is chosen on the labeled rows
+        with ``gamma_I`` and the graph, by the same criterion and rule, among the default
+        sigma, twice the mean distance from a row to its 10 nearest rows
+        (:func:`default_rbf_gamma`; unlabeled and labeled rows, no labels), and half and
+        twice that sigma (:func:`~dask_ssl.models._rbf_width.width_candidates`); each width
+        has its supervised candidate (``gamma_I = 0``), and the incumbent every other
+        candidate must beat is the supervised model at the default width, the fit a user
+        gets without unlabeled rows and without a choice. This holds whenever something is
+        chosen, ``gamma_I=0`` given included (kernel RLS with its width chosen). With too
+        few labels, or with ``n_components`` (whose features change with the width, so each
+        width would be a fit of its own), the default width stands. The width used is in
+        ``kernel_params_``, each candidate's in the ``gamma`` column of ``selection_``.
     n_neighbors : int or "auto", default "auto"
         The seeds' nn, k of the kNN graph; at most n - 1 on n rows (with a warning).
         ``"auto"`` (with ``p``): see ``p``.
@@ -680,7 +778,7 @@ class LapRLS(_ManifoldClassifier):
     expansion_points_ : ndarray or CSR of shape (n, d)
         The training rows x_i of the expansion.
     kernel_params_ : dict
-        The kernel parameters used (with the default RBF width filled in).
+        The kernel parameters used (with the chosen or default RBF width filled in).
     gamma_I_ : float
         The gamma_I used (the choice with "auto").
     gamma_I_effective_ : float
@@ -690,7 +788,8 @@ class LapRLS(_ManifoldClassifier):
     graph_name_ : str or None
         The candidate graph chosen when ``fit`` was given a dict of them, else None.
     selection_ : list of dict
-        With "auto" settings: per candidate ``n_neighbors``, ``p``, ``gamma_I``, its
+        With "auto" settings: per candidate ``gamma`` (the RBF width, where it is chosen),
+        ``n_neighbors``, ``p``, ``gamma_I``, its
         held-out ``errors`` (count, rate, standard error), ``squared`` residual and whether
         it was ``chosen`` (:func:`dask_ssl.models._selection.table`). On the direct solver
         they are leave-one-out figures, and LapSVM adds the two rows of its confirmation
@@ -789,28 +888,31 @@ class LapSVM(_ManifoldClassifier):
         return margin if self.loss == "hinge" else margin ** 2
 
     @selecting()
-    def _confirm(self, K, M, weight, gamma_I, Y, labeled, selection):
-        """LapRLS's leave-one-out chose the graph candidate; whether it beats the supervised
-        SVM is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold cross-validation on
-        the labeled rows (both fits on the same folds; the squared hinge of the held-out rows
-        is the paired residual; :func:`._graph_weight.confirm`, shared with
-        :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``."""
+    def _confirm(self, grams, w_supervised, w, M, weight, Y, labeled, selection) -> bool:
+        """LapRLS's leave-one-out chose the graph candidate (width ``w``); whether it beats the
+        supervised SVM (the supervised candidate LapRLS's leave-one-out prefers, width
+        ``w_supervised``) is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold
+        cross-validation on the labeled rows (both fits on the same folds; the squared hinge
+        of the held-out rows is the paired residual; :func:`._graph_weight.confirm`, shared
+        with :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
         held_out = [np.empty_like(YL), np.empty_like(YL)]
+        fits = ((grams[w_supervised], 0.0), (grams[w], weight))
         for f in range(int(fold.max()) + 1):
             train = labeled.copy()
             train[L[fold == f]] = False
-            for j, w in enumerate((0.0, weight)):
-                fit = self._solve_dense(K, M, w, Y * train[:, None], train)
+            for j, (K, weight_j) in enumerate(fits):
+                fit = self._solve_dense(K, M, weight_j, Y * train[:, None], train)
                 held_out[j][fold == f] = K[L[fold == f]] @ fit["dual_coef_"] + fit["intercept_"]
         graph = chosen_row(selection)
-        best = confirm(selection, [{"n_neighbors": None, "p": None, "gamma_I": 0.0},
-                                   {"n_neighbors": graph["n_neighbors"], "p": graph["p"],
-                                    "gamma_I": gamma_I}],
-                       held_out, YL, self._loss_values, proxy="loo")
-        return (weight, gamma_I) if best == 1 else (0.0, 0.0)
+        width = {} if len(grams) == 1 else {"gamma": grams.params[w_supervised]["gamma"]}
+        candidates = [{**width, "n_neighbors": None, "p": None, "gamma_I": 0.0},
+                      {key: graph[key] for key in ("gamma", "n_neighbors", "p", "gamma_I")
+                       if key in graph}]
+        return confirm(selection, candidates, held_out, YL, self._loss_values,
+                       proxy="loo") == 1
 
     def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
         if self.loss == "hinge":
