@@ -118,6 +118,7 @@ OVERRIDES = {
     ("BranchAndBoundS3VM", "loss"): "the losses of thesis ch. 3",
     ("SparseLapRLS", "solver"): "f-systems by a sparse LU on the driver or block CG on the workers",
     ("SparseEigenfunctionClassifier", "n_components"): "None: the exact eigenvectors of K",
+    ("SparseEigenfunctionClassifier", "gamma_S"): "'auto' chosen against kernel RLS",
 }
 # multi-view estimators: a hyperparameter of each view takes one value or a list per view
 for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
