@@ -183,10 +183,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         the fit on the final basis is the thesis' alternation of f-steps (Eq 5.8, warm-started
         from the last ``f``) and ``d x d`` beta-steps (Eq 5.9); the graph stays on the
         workers, and every ``M`` product (``"laprls"``'s candidate scores, the objective) is
-        a halo exchange there. With ``"direct"`` ``M`` is gathered to the driver; beyond
-        ``DENSE_MAX_ROWS`` rows with ``p > 1`` only ``L`` is (``L^p`` of a kNN graph fills in,
-        on text it is dense), ``M`` is applied as ``p`` products with it and the f-systems are
-        solved by block CG there, to ``tol``.
+        a halo exchange there. With ``"direct"`` the graph is gathered to the driver; beyond
+        ``DENSE_MAX_ROWS`` rows (but for ``"decoupled"`` with ``p = 1``) only ``L`` is formed
+        (``L^p`` of a kNN graph fills in, and a sparse LU of ``L`` on a small-world graph
+        such as text's is nearly dense), ``M`` is applied as ``p`` products with it and the
+        f-systems, whose ``nu I`` keeps them well conditioned, are solved by block CG there,
+        to ``tol``.
     tol : float, default 1e-6
         Relative tolerance of block CG, of the alternation's objective decrease and of the
         sigmoid method's gradient norm.
@@ -338,8 +340,11 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # the graph solver keeps the graph on the workers: M products are halo exchanges there
         if self.solver == "graph":
             M = solve.WorkerRegularizer(graph, normalized=self.normalized, p=self.p)
-        elif self.p > 1 and n > solve.DENSE_MAX_ROWS:
-            # L^p of a kNN graph fills in (dense from p = 3 on text): applied, not formed
+        elif n > solve.DENSE_MAX_ROWS and (self.p > 1 or self.method != "decoupled"):
+            # L^p of a kNN graph fills in (dense from p = 3 on text), and so does a sparse LU
+            # of L itself on a small-world graph: M is applied, never formed or factored.
+            # The decoupled system has no nu I to bound CG's condition number; with p = 1
+            # it keeps the LU (one solve a fit).
             M = LaplacianPower(laplacian_matrix(graph.to_scipy(), normalized=self.normalized,
                                                 sparse=True), self.p)
         else:

@@ -4,7 +4,8 @@
 documents join every neighbourhood within a few hops) ``L^3`` is already dense, so the CSR
 ``L^p`` costs ``n^2`` memory, its build ``O(n^2 k)`` sparse products, and a sparse LU of
 ``g L^p + D`` is a dense factorization done at sparse-code speed, with every later solve
-``O(n^2)`` per column. Applying ``L`` ``p`` times costs ``p nnz(L)`` per column, and the
+``O(n^2)`` per column; on such a graph the LU of ``L`` itself (``p = 1``) fills in the same
+way, as nested dissection finds no small separators. Applying ``L`` ``p`` times costs ``p nnz(L)`` per column, and the
 f-systems ``(g L^p + D) F = B`` (``D`` positive) are then solved by block CG
 (:func:`~dask_ssl.linalg.block_cg.block_cg`, all columns in one pass per iteration).
 """
