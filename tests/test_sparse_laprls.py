@@ -62,7 +62,7 @@ def _setup(client, nu=None):
     if nu is None:
         return solve.laprls_quadratic(M, lab, Ybar, a, g), cols, (M, lab, Ybar, a, g)
     fsys = solve.FSystem(M, lab + nu, g)
-    return solve.slack_quadratic(fsys, Ybar, a, nu), cols, (M, lab, Ybar, a, g)
+    return solve.slack_quadratic(fsys, Ybar, a, nu, M, lab), cols, (M, lab, Ybar, a, g)
 
 
 @pytest.mark.parametrize("nu", [None, 0.3], ids=["laprls", "slack"])

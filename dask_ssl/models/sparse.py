@@ -444,7 +444,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
         elif method == "slack":
             fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
-            quad = solve.slack_quadratic(fsys, Ybar, a, nu)
+            quad = solve.slack_quadratic(fsys, Ybar, a, nu, M, labeled)
         else:
             # graph transduction, rows of a component without labels held at 0 (as
             # GraphTransduction does), then the supervised fit to its scores

@@ -170,13 +170,20 @@ def laprls_quadratic(M, labeled, Ybar, a, g) -> Quadratic:
                      0.5 * np.sum(Ybar ** 2, axis=0))
 
 
-def slack_quadratic(fsys: FSystem, Ybar, a, nu) -> Quadratic:
+def slack_quadratic(fsys: FSystem, Ybar, a, nu, M, labeled) -> Quadratic:
     """The slack objective (Eq 5.7) with ``f`` minimized out: for fixed ``beta`` the best ``f``
     is the f-step's ``A^-1 (Ybar + nu o)`` (Eq 5.8), and what is left is (*) with
     ``Q = nu I - nu^2 A^-1``, ``r = nu A^-1 Ybar``, ``c0 = 1/2 ||Y||^2 - 1/2 Ybar^T A^-1 Ybar``.
-    ``fsys`` solves with ``A = g M + I_L + nu I``."""
+    ``fsys`` solves with ``A = g M + I_L + nu I``.
+
+    ``Q`` is applied as ``nu A^-1 (g M + I_L) V``, its equal: on unlabeled rows where ``g M``
+    is small against ``nu`` the difference ``nu V - nu^2 A^-1 V`` cancels to a small part of
+    ``V``, and an iterative solve's relative error in ``A^-1 V`` would become that part's
+    error (the greedy's pivots and ``H_JJ`` then go wrong)."""
+    lab = np.asarray(labeled, dtype=np.float64)[:, None]
+    g = fsys.g
     AY = fsys.solve(Ybar)
-    return Quadratic(a, lambda V: nu * V - nu ** 2 * fsys.solve(V), nu * AY,
+    return Quadratic(a, lambda V: nu * fsys.solve(g * (M @ V) + lab * V), nu * AY,
                      0.5 * np.sum(Ybar ** 2, axis=0) - 0.5 * np.sum(Ybar * AY, axis=0))
 
 
