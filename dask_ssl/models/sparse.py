@@ -315,10 +315,10 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # row blocks (solvers.greedy_state): rows held there are not gathered to the driver
         greedy_on_workers = (given is None and self.basis == "greedy"
                              and n > solve.DENSE_MAX_ROWS)
-        blocks = to_blocks(X, client, self.n_blocks) if (
-            graph is None or greedy_on_workers) else None
-        points = None
-        if not (greedy_on_workers and isinstance(X, RowBlocks)):
+        points = blocks = None
+        if greedy_on_workers and isinstance(X, RowBlocks):
+            blocks = to_blocks(X, client, self.n_blocks)   # checked where they live
+        else:
             points = gather_rows(X)
             check_finite_local(points)
         kparams = dict(self.kernel_params or {})
@@ -328,6 +328,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         first_rows = points[:2] if points is not None else NystromFeatures._fetch(
             blocks, np.arange(min(2, n)))
         kernel_matrix(first_rows, kernel=self.kernel, kernel_params=kparams)
+        if blocks is None and (graph is None or greedy_on_workers):
+            blocks = to_blocks(X, client, self.n_blocks)
         k = None
         if graph is None:
             k = clip_n_neighbors(self.n_neighbors, n)
