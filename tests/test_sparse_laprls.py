@@ -5,16 +5,20 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dask_ssl.cli import main
 from dask_ssl.data.generators import g50c, two_moons
-from dask_ssl.graph.dense import regularizer_matrix
+from dask_ssl.graph.dense import laplacian_matrix, regularizer_matrix
+from dask_ssl.linalg import RowBlocks
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
 from dask_ssl.models import sparse as sparse_module
 from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.solvers import sparse as solve
+from dask_ssl.solvers.greedy_state import BlockState
+from dask_ssl.solvers.laplacian_power import LaplacianPower
 from dask_ssl.workflow.runner import new_run, run_workflow, store_for
 from dask_ssl.workflow.spec import load_workflow
 
@@ -58,7 +62,7 @@ def _setup(client, nu=None):
     if nu is None:
         return solve.laprls_quadratic(M, lab, Ybar, a, g), cols, (M, lab, Ybar, a, g)
     fsys = solve.FSystem(M, lab + nu, g)
-    return solve.slack_quadratic(fsys, Ybar, a, nu), cols, (M, lab, Ybar, a, g)
+    return solve.slack_quadratic(fsys, Ybar, a, nu, M, lab), cols, (M, lab, Ybar, a, g)
 
 
 @pytest.mark.parametrize("nu", [None, 0.3], ids=["laprls", "slack"])
@@ -82,6 +86,58 @@ def test_candidate_score_is_the_one_dimensional_decrease(client, nu):
         for eps in (-1e-3, 1e-3):
             moved = np.vstack([fit.beta, step + eps])
             assert quad.objective(KNJ, KNJ[Jj], moved) > after
+
+
+@pytest.mark.parametrize("nu", [None, 0.3], ids=["laprls", "slack"])
+def test_greedy_scored_on_the_workers_equals_the_driver(client, nu):
+    # the same candidates drawn, scored from block-held state (3 row blocks, the kernel
+    # columns computed beside each block) or from the driver's: the same basis and minimizer
+    quad, cols, _ = _setup(client, nu)
+    X = cols.X
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=3)
+    driver = solve.greedy_basis(quad, cols, 12, 5, np.random.default_rng(4))
+    state = BlockState(blocks, "rbf", KP, quad.r, 12)
+    try:
+        workers = solve.greedy_basis(quad, None, 12, 5, np.random.default_rng(4), state=state)
+    finally:
+        state.close()
+    np.testing.assert_array_equal(workers.basis, driver.basis)
+    np.testing.assert_allclose(workers.beta, driver.beta, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(workers.KNJ, driver.KNJ, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(workers.history, driver.history, rtol=1e-8)
+    np.testing.assert_allclose(state.rows([7, 2, 31]), X[[7, 2, 31]])
+
+
+def test_fit_on_row_blocks_scores_greedy_candidates_on_the_workers(client, monkeypatch):
+    # above DENSE_MAX_ROWS the estimator scores on the workers and never gathers the rows,
+    # and with p > 1 applies L^p as p products with L and solves the f-systems by CG
+    X, y, graph = problem(client)
+    params = dict(method="slack", gamma_A=1e-3, gamma_I=30.0, nu=0.5, kernel_params=KP,
+                  n_basis=6, kappa=8, random_state=2, p=2, tol=1e-13)
+    driver = SparseLapRLS(**params).fit(X, y, graph=graph)
+    monkeypatch.setattr(solve, "DENSE_MAX_ROWS", 10)
+    monkeypatch.setattr(sparse_module, "gather_rows", None)
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=2)
+    workers = SparseLapRLS(client=client, **params).fit(blocks, y, graph=graph)
+    np.testing.assert_array_equal(workers.basis_, driver.basis_)
+    np.testing.assert_allclose(workers.dual_coef_, driver.dual_coef_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(workers.basis_points_, X[driver.basis_])
+    np.testing.assert_allclose(workers.graph_scores_, driver.graph_scores_, rtol=1e-8,
+                               atol=1e-10)
+
+
+def test_laplacian_power_system_equals_the_formed_matrix(client):
+    X, y, graph = problem(client)
+    lab = (y >= 0).astype(float)
+    L = laplacian_matrix(graph.to_scipy(), normalized=True, sparse=True)
+    B = np.random.default_rng(1).normal(size=(X.shape[0], 3))
+    for p in (1, 3):
+        M = regularizer_matrix(graph, normalized=True, p=p, sparse=True)
+        power = LaplacianPower(L, p)
+        np.testing.assert_allclose(power @ B, M @ B, rtol=1e-12, atol=1e-12)
+        exact = np.linalg.solve((2.0 * M + sp.diags(lab + 0.1)).toarray(), B)
+        F = solve.FSystem(power, lab + 0.1, 2.0, tol=1e-12).solve(B)
+        np.testing.assert_allclose(F, exact, rtol=1e-9, atol=1e-10)
 
 
 def test_slack_objective_with_f_eliminated_is_eq_5_7(client):

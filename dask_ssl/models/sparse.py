@@ -32,11 +32,15 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
-from ..graph.dense import regularizer_matrix
+from ..graph.dense import laplacian_matrix, regularizer_matrix
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
+from ..kernels.nystrom import NystromFeatures
+from ..linalg import RowBlocks
 from ..solvers import sparse as solve
+from ..solvers.greedy_state import BlockState
+from ..solvers.laplacian_power import LaplacianPower
 from ._clone import SharesClient
 from ._constraints import constraints, validate
 from ._graph_weight import SEED_GAMMA_I, truth_of
@@ -44,7 +48,7 @@ from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_g
                           graph_term_weight_on)
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._pickle import PicklesWithoutGraph
-from ._rbf_width import default_rbf_gamma
+from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
@@ -114,7 +118,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         outside J by ``g_j^2 / h_j`` (the first and second derivative of the objective in the
         new coefficient at ``beta_J`` fixed; twice the decrease of the best one-dimensional
         step) and adds the best; ``beta_J`` is then refitted exactly by a Cholesky factor
-        extended by one row a step. ``"random"``: ``d`` rows drawn uniformly. ``"lasso"`` /
+        extended by one row a step. Beyond ``DENSE_MAX_ROWS`` training rows the candidates
+        are scored on the workers, beside the row blocks of ``X``
+        (:class:`~dask_ssl.solvers.greedy_state.BlockState`): only the candidates' rows,
+        their kernel columns and ``d x kappa`` reductions travel a step, and rows given as
+        :class:`~dask_ssl.linalg.RowBlocks` are not gathered to the driver (the basis rows
+        are fetched at the end). ``"random"``: ``d`` rows drawn uniformly. ``"lasso"`` /
         ``"lars"``: the support where the Lasso / LARS path of ``R(beta) + gamma_S
         ||beta||_1`` over all ``n`` functions (Eq 5.3, scikit-learn's ``lars_path`` on the
         least-squares form of R; O(n^3), small data) first holds ``d`` functions, refitted
@@ -174,7 +183,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         the fit on the final basis is the thesis' alternation of f-steps (Eq 5.8, warm-started
         from the last ``f``) and ``d x d`` beta-steps (Eq 5.9); the graph stays on the
         workers, and every ``M`` product (``"laprls"``'s candidate scores, the objective) is
-        a halo exchange there. With ``"direct"`` ``M`` is gathered to the driver.
+        a halo exchange there. With ``"direct"`` the graph is gathered to the driver; beyond
+        ``DENSE_MAX_ROWS`` rows (but for ``"decoupled"`` with ``p = 1``) only ``L`` is formed
+        (``L^p`` of a kNN graph fills in, and a sparse LU of ``L`` on a small-world graph
+        such as text's is nearly dense), ``M`` is applied as ``p`` products with it and the
+        f-systems, whose ``nu I`` keeps them well conditioned, are solved by block CG there,
+        to ``tol``.
     tol : float, default 1e-6
         Relative tolerance of block CG, of the alternation's objective decrease and of the
         sigmoid method's gradient norm.
@@ -296,17 +310,30 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         n = labels.codes.size
         given = None if isinstance(self.basis, str) else _given_basis(self.basis, n)
         d = given.size if given is not None else _fraction_or_count(self.n_basis, n)
-        points = gather_rows(X)
-        check_finite_local(points)
+        client = get_client(self.client)
+        # beyond DENSE_MAX_ROWS the greedy scores its candidates on the workers, beside the
+        # row blocks (solvers.greedy_state): rows held there are not gathered to the driver
+        greedy_on_workers = (given is None and self.basis == "greedy"
+                             and n > solve.DENSE_MAX_ROWS)
+        points = blocks = None
+        if greedy_on_workers and isinstance(X, RowBlocks):
+            blocks = to_blocks(X, client, self.n_blocks)   # checked where they live
+        else:
+            points = gather_rows(X)
+            check_finite_local(points)
         kparams = dict(self.kernel_params or {})
         if self.kernel == "rbf" and "gamma" not in kparams:
-            kparams["gamma"] = default_rbf_gamma(points)
-        kernel_matrix(points[:2], kernel=self.kernel, kernel_params=kparams)
-        client = get_client(self.client)
+            kparams["gamma"] = (default_rbf_gamma(points) if points is not None
+                                else blocks_rbf_gamma(blocks))
+        first_rows = points[:2] if points is not None else NystromFeatures._fetch(
+            blocks, np.arange(min(2, n)))
+        kernel_matrix(first_rows, kernel=self.kernel, kernel_params=kparams)
+        if blocks is None and (graph is None or greedy_on_workers):
+            blocks = to_blocks(X, client, self.n_blocks)
         k = None
         if graph is None:
             k = clip_n_neighbors(self.n_neighbors, n)
-            graph = estimator_graph(self, to_blocks(X, client, self.n_blocks), k)
+            graph = estimator_graph(self, blocks, k)
         diag = graph_diagnostics(graph)
         labeled = labels.labeled
         warn_graph(diag, labeled)
@@ -315,11 +342,19 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # the graph solver keeps the graph on the workers: M products are halo exchanges there
         if self.solver == "graph":
             M = solve.WorkerRegularizer(graph, normalized=self.normalized, p=self.p)
+        elif n > solve.DENSE_MAX_ROWS and (self.p > 1 or self.method != "decoupled"):
+            # L^p of a kNN graph fills in (dense from p = 3 on text), and so does a sparse LU
+            # of L itself on a small-world graph: M is applied, never formed or factored.
+            # The decoupled system has no nu I to bound CG's condition number; with p = 1
+            # it keeps the LU (one solve a fit).
+            M = LaplacianPower(laplacian_matrix(graph.to_scipy(), normalized=self.normalized,
+                                                sparse=True), self.p)
         else:
             M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
         Ybar = labels.columns()
-        columns = solve.KernelColumns(points, self.kernel, kparams)
-        problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n)
+        columns = None if points is None else solve.KernelColumns(points, self.kernel, kparams)
+        problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n,
+                       blocks=blocks if greedy_on_workers else None, kernel_params=kparams)
         # small dense solves gain nothing from BLAS threads, and on a shared host they lose
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
         try:
@@ -333,7 +368,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         fit, beta, F = out["fit"], out["beta"], out["F"]
         self.classes_ = labels.classes
         self.basis_ = fit.basis
-        self.basis_points_ = points[fit.basis]
+        self.basis_points_ = (points[fit.basis] if points is not None
+                              else NystromFeatures._fetch(blocks, np.sort(fit.basis))[
+                                  np.argsort(np.argsort(fit.basis))])
         self.dual_coef_ = beta
         self.intercept_ = np.zeros(beta.shape[1])
         self.n_basis_ = int(fit.basis.size)
@@ -350,9 +387,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.diagnostics_ = diag
         self.n_neighbors_ = k
         self.p_ = int(self.p)
-        self.n_features_in_ = points.shape[1]
+        self.n_features_in_ = int(blocks.n_features if points is None else points.shape[1])
         self.n_labeled_ = l
-        self.data_shape_ = tuple(points.shape)
+        self.data_shape_ = (n, self.n_features_in_)
         S = fit.KNJ @ beta
         self.transduction_ = self._labels_from_scores(S)
         self.fit_seconds_ = time.perf_counter() - t0
@@ -409,7 +446,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
         elif method == "slack":
             fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
-            quad = solve.slack_quadratic(fsys, Ybar, a, nu)
+            quad = solve.slack_quadratic(fsys, Ybar, a, nu, M, labeled)
         else:
             # graph transduction, rows of a component without labels held at 0 (as
             # GraphTransduction does), then the supervised fit to its scores
@@ -421,7 +458,15 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d = None, problem["given"], problem["d"]
         if given is None and self.basis == "greedy":
-            fit = solve.greedy_basis(quad, columns, d, int(self.kappa), rng)
+            state = None
+            if problem["blocks"] is not None:
+                state = BlockState(problem["blocks"], self.kernel, problem["kernel_params"],
+                                   quad.r, d)
+            try:
+                fit = solve.greedy_basis(quad, columns, d, int(self.kappa), rng, state=state)
+            finally:
+                if state is not None:
+                    state.close()
         else:
             if given is not None:
                 J = given

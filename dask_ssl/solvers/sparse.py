@@ -37,6 +37,8 @@ from scipy.sparse.linalg import splu
 from ..graph.laplacian import LaplacianOperator
 from ..kernels.base import kernel_matrix
 from .graph import solve_graph_system
+from .greedy_state import DriverState
+from .laplacian_power import LaplacianPower, solve_power_system
 
 #: Up to this many rows the f-system is factored dense on the driver (Cholesky: one BLAS-3
 #: solve for many columns; a sparse LU of ``L^p`` with p > 1 or hub rows fills in anyway), and
@@ -93,7 +95,8 @@ class FSystem:
 
     ``graph=None``: one factorization of the matrix on the driver, reused by every solve (the
     matrix does not change during a fit): dense Cholesky up to :data:`DENSE_MAX_ROWS` rows,
-    a sparse LU beyond. With a :class:`~dask_ssl.graph.weights.Graph` on the
+    a sparse LU beyond; for ``M`` a :class:`~.laplacian_power.LaplacianPower` (``L^p`` not
+    formed) block CG on the driver instead, started from ``X0``. With a :class:`~dask_ssl.graph.weights.Graph` on the
     workers: each solve is :func:`~dask_ssl.solvers.graph.solve_graph_system` (the
     GraphTransduction solver: block CG, block-Jacobi preconditioner), started from ``X0``;
     ``M`` is then unused, and when it is a :class:`WorkerRegularizer` of that graph its
@@ -110,7 +113,8 @@ class FSystem:
         self.cg_passes = 0   # block CG passes (workers)
         self._lu = self._cho = None
         self._op = M.op if isinstance(M, WorkerRegularizer) and graph is not None else None
-        if graph is None:
+        self._power = M if isinstance(M, LaplacianPower) and graph is None else None
+        if graph is None and self._power is None:
             A = self.g * sp.csc_matrix(M) + sp.diags(self.fidelity)
             if self.n <= DENSE_MAX_ROWS:
                 self._cho = cho_factor(A.toarray(), lower=True)
@@ -123,6 +127,11 @@ class FSystem:
         self.solves += B2.shape[1]
         if self._cho is not None:
             F = cho_solve(self._cho, B2)
+        elif self._power is not None:
+            X0 = None if X0 is None else np.asarray(X0, dtype=np.float64).reshape(B2.shape)
+            F, passes = solve_power_system(self._power, self.g, self.fidelity, B2, X0=X0,
+                                           tol=self.tol, max_iter=self.max_iter)
+            self.cg_passes += passes
         elif self.graph is None:
             F = self._lu.solve(B2)
         else:
@@ -161,13 +170,20 @@ def laprls_quadratic(M, labeled, Ybar, a, g) -> Quadratic:
                      0.5 * np.sum(Ybar ** 2, axis=0))
 
 
-def slack_quadratic(fsys: FSystem, Ybar, a, nu) -> Quadratic:
+def slack_quadratic(fsys: FSystem, Ybar, a, nu, M, labeled) -> Quadratic:
     """The slack objective (Eq 5.7) with ``f`` minimized out: for fixed ``beta`` the best ``f``
     is the f-step's ``A^-1 (Ybar + nu o)`` (Eq 5.8), and what is left is (*) with
     ``Q = nu I - nu^2 A^-1``, ``r = nu A^-1 Ybar``, ``c0 = 1/2 ||Y||^2 - 1/2 Ybar^T A^-1 Ybar``.
-    ``fsys`` solves with ``A = g M + I_L + nu I``."""
+    ``fsys`` solves with ``A = g M + I_L + nu I``.
+
+    ``Q`` is applied as ``nu A^-1 (g M + I_L) V``, its equal: on unlabeled rows where ``g M``
+    is small against ``nu`` the difference ``nu V - nu^2 A^-1 V`` cancels to a small part of
+    ``V``, and an iterative solve's relative error in ``A^-1 V`` would become that part's
+    error (the greedy's pivots and ``H_JJ`` then go wrong)."""
+    lab = np.asarray(labeled, dtype=np.float64)[:, None]
+    g = fsys.g
     AY = fsys.solve(Ybar)
-    return Quadratic(a, lambda V: nu * V - nu ** 2 * fsys.solve(V), nu * AY,
+    return Quadratic(a, lambda V: nu * fsys.solve(g * (M @ V) + lab * V), nu * AY,
                      0.5 * np.sum(Ybar ** 2, axis=0) - 0.5 * np.sum(Ybar * AY, axis=0))
 
 
@@ -213,37 +229,41 @@ def candidate_scores(quad: Quadratic, Kc, QKc, cand, KNJ, beta, basis):
 
 
 def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rng,
-                 *, history=True) -> BasisFit:
+                 *, history=True, state=None) -> BasisFit:
     """Kernel matching pursuit with post-backfitting (thesis 5.1.1): ``d`` steps, each scoring
     ``kappa`` random candidates outside the basis by :func:`candidate_scores` and adding the
     best; ``beta`` is then the exact minimizer on the grown basis, by a Cholesky factor of
     ``H_JJ = a K_JJ + K_JN Q K_NJ`` extended by one row a step. A step evaluates ``kappa``
-    kernel columns and ``Q`` on them; nothing ``n x n`` is formed."""
+    kernel columns and ``Q`` on them; nothing ``n x n`` is formed.
+
+    ``state`` keeps the ``n``-row quantities (the basis' columns, ``Q o``) and computes the
+    candidates' columns and the step's reductions: a
+    :class:`~dask_ssl.solvers.greedy_state.BlockState` on the workers beside the row blocks,
+    or by default a :class:`~dask_ssl.solvers.greedy_state.DriverState` over ``columns``."""
     n, c = quad.r.shape
-    KNJ = np.empty((n, d))
-    QKNJ = np.empty((n, d))
+    if state is None:
+        state = DriverState(columns, quad.r, d)
     chol = np.zeros((d, d))
     b = np.zeros((d, c))
     beta = np.zeros((0, c))
-    basis: list[int] = []
     available = np.ones(n, dtype=bool)
     trace = []
-    Qo = np.zeros((n, c))
-    while len(basis) < d and available.any():
-        k = len(basis)
+    while len(state.basis) < d and available.any():
+        k = len(state.basis)
         pool = np.flatnonzero(available)
         cand = rng.choice(pool, min(kappa, pool.size), replace=False)
-        Kc = columns(cand)
+        Kc = state.candidates(cand)
         QKc = quad.Q(Kc)
         kjj = Kc[cand, np.arange(cand.size)]
         h = quad.a * kjj + np.einsum("im,im->m", Kc, QKc)
+        KJc, JQc, residual = state.reductions(QKc)
         if k:
-            grad = quad.a * (Kc[basis].T @ beta) + Kc.T @ (Qo - quad.r)
-            cross = quad.a * Kc[basis] + KNJ[:, :k].T @ QKc          # H_Jc, (k, m)
+            grad = quad.a * (KJc.T @ beta) + residual
+            cross = quad.a * KJc + JQc                                  # H_Jc, (k, m)
             w = solve_triangular(chol[:k, :k], cross, lower=True)
             pivot = h - np.sum(w ** 2, axis=0)
         else:
-            grad = -Kc.T @ quad.r
+            grad = residual
             w, pivot = np.zeros((0, cand.size)), h
         ok = pivot > PIVOT_TOL * np.maximum(h, np.finfo(float).tiny)
         available[cand[~ok]] = False
@@ -252,19 +272,17 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
         score = np.where(ok, np.sum(grad ** 2, axis=1) / np.where(ok, h, 1.0), -np.inf)
         j = int(np.argmax(score))
         available[cand[j]] = False
-        basis.append(int(cand[j]))
         chol[k, :k] = w[:, j]
         chol[k, k] = np.sqrt(pivot[j])
-        KNJ[:, k] = Kc[:, j]
-        QKNJ[:, k] = QKc[:, j]
         b[k] = Kc[:, j] @ quad.r
         beta = cho_solve((chol[:k + 1, :k + 1], True), b[:k + 1])
-        Qo = QKNJ[:, :k + 1] @ beta
+        state.accept(j, int(cand[j]), QKc, beta)
         if history:
             trace.append(float(np.sum(quad.c0 - 0.5 * np.sum(b[:k + 1] * beta, axis=0))))
-    d = len(basis)
+    d = len(state.basis)
     objective = quad.c0 - 0.5 * np.sum(b[:d] * beta, axis=0)
-    return BasisFit(np.asarray(basis, dtype=np.int64), beta, objective, KNJ[:, :d], trace)
+    return BasisFit(np.asarray(state.basis, dtype=np.int64), beta, objective,
+                    state.basis_columns(), trace)
 
 
 def fit_on_basis(quad: Quadratic, columns: KernelColumns, basis) -> BasisFit:

@@ -1,0 +1,180 @@
+"""Where the greedy matching pursuit of :func:`dask_ssl.solvers.sparse.greedy_basis` keeps its
+``n``-row state: the basis' kernel columns ``K_NJ``, their images ``Q K_NJ`` and the outputs'
+image ``Q o``.
+
+:class:`DriverState` holds them on the driver next to the training rows (small problems, where
+the whole Gram matrix is computed once). :class:`BlockState` leaves them on the workers beside
+the row blocks of the training data (:class:`~dask_ssl.linalg.rowblocks.RowBlocks`): a step
+sends the ``kappa`` candidate rows out, each block returns its rows of the candidates' kernel
+columns ``K_bc`` (for the ``Q`` product, which runs where ``Q`` lives) and, given its rows of
+``Q K_Nc``, the step's reductions (``K_Jc``, ``K_NJ^T Q K_Nc``, ``K_Nc^T (Q o - r)``: ``d x
+kappa`` and ``kappa x c`` numbers summed per worker). Neither the rows nor anything ``n x n``
+come to the driver; ``K_NJ`` (``n x d``) is gathered once, after the last step, for the fit on
+the final basis.
+
+Both answer the same four questions, so one greedy loop serves both and their results agree to
+round-off.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels.base import kernel_matrix
+from ..linalg import workerstate
+
+
+class DriverState:
+    """The greedy's state on the driver: ``columns`` (a :class:`~.sparse.KernelColumns`)
+    computes kernel columns, ``r`` is the quadratic's ``(n, c)`` right-hand side."""
+
+    def __init__(self, columns, r, d: int):
+        n, c = r.shape
+        self.columns, self.r = columns, r
+        self.KNJ, self.QKNJ = np.empty((n, d)), np.empty((n, d))
+        self.Qo = np.zeros((n, c))
+        self.basis: list[int] = []
+        self._Kc = None
+
+    def candidates(self, cand) -> np.ndarray:
+        """``K_Nc``, the candidates' kernel columns on every row, ``(n, m)``."""
+        self._Kc = self.columns(cand)
+        return self._Kc
+
+    def reductions(self, QKc):
+        """``(K_Jc, K_NJ^T Q K_Nc, K_Nc^T (Q o - r))`` for the columns of the last
+        :meth:`candidates`, ``QKc = Q K_Nc``."""
+        k, Kc = len(self.basis), self._Kc
+        return Kc[self.basis], self.KNJ[:, :k].T @ QKc, Kc.T @ (self.Qo - self.r)
+
+    def accept(self, j: int, row: int, QKc, beta) -> None:
+        """Candidate ``j`` (training row ``row``) entered the basis; ``beta`` is the new
+        minimizer on the grown basis."""
+        k = len(self.basis)
+        self.KNJ[:, k], self.QKNJ[:, k] = self._Kc[:, j], QKc[:, j]
+        self.basis.append(row)
+        self.Qo = self.QKNJ[:, :k + 1] @ beta
+
+    def basis_columns(self) -> np.ndarray:
+        """``K_NJ`` of the basis reached, ``(n, d)``."""
+        return self.KNJ[:, :len(self.basis)]
+
+    def close(self) -> None:
+        pass
+
+
+# worker side -------------------------------------------------------------------------------
+def _take(i, X, rows):
+    return X[rows]
+
+
+def _setup(i, X, r, offset, d, token):
+    n_b, c = r.shape
+    workerstate.put(token, i, {"offset": int(offset), "r": r, "KNJ": np.empty((n_b, d)),
+                               "QKNJ": np.empty((n_b, d)), "Qo": np.zeros((n_b, c)),
+                               "at": [], "rows": [], "k": 0, "Kc": None, "QKc": None})
+
+
+def _apply_pending(st, pending) -> None:
+    """Add the last step's chosen candidate (if any) to the block's basis state."""
+    if pending is None:
+        return
+    j, row, beta = pending
+    k = st["k"]
+    st["KNJ"][:, k], st["QKNJ"][:, k] = st["Kc"][:, j], st["QKc"][:, j]
+    local = row - st["offset"]
+    if 0 <= local < st["KNJ"].shape[0]:
+        st["at"].append(k)
+        st["rows"].append(local)
+    st["k"] = k + 1
+    st["Qo"] = st["QKNJ"][:, :k + 1] @ beta
+
+
+def _candidate_columns(i, X, token, pending, Xc, kernel, kernel_params):
+    st = workerstate.get(token, i)
+    _apply_pending(st, pending)
+    st["Kc"] = kernel_matrix(X, Xc, kernel=kernel, kernel_params=kernel_params)
+    return st["Kc"]
+
+
+def _block_reductions(i, X, QKc_b, token):
+    st = workerstate.get(token, i)
+    st["QKc"] = QKc_b
+    k, Kc = st["k"], st["Kc"]
+    KJc = np.zeros((k, Kc.shape[1]))
+    KJc[st["at"]] = Kc[st["rows"]]
+    return KJc, st["KNJ"][:, :k].T @ QKc_b, Kc.T @ (st["Qo"] - st["r"])
+
+
+def _sum_parts(parts):
+    return tuple(sum(p[t] for p in parts) for t in range(len(parts[0])))
+
+
+def _finish(i, X, token, pending):
+    st = workerstate.get(token, i)
+    _apply_pending(st, pending)
+    return st["KNJ"][:, :st["k"]]
+
+
+def _stack(parts):
+    return sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
+
+
+class BlockState:
+    """The greedy's state on the workers, beside the row blocks ``blocks`` of the training
+    rows (in the quadratic's row order); ``r`` is sent once, split like the blocks. The
+    candidate rows are read from the blocks (one round trip a step); a step's chosen column
+    joins the blocks' state with the next step's first round trip. :meth:`close` frees the
+    state on the workers."""
+
+    def __init__(self, blocks, kernel, kernel_params, r, d: int):
+        self.blocks, self.kernel, self.kernel_params = blocks, kernel, kernel_params
+        self.token = "greedy-" + uuid.uuid4().hex[:12]
+        self.basis: list[int] = []
+        self._pending = None
+        self._slices = blocks.block_slices()
+        blocks.call(_setup, d, self.token,
+                    per_block=[(r[s], int(s.start)) for s in self._slices])
+
+    def rows(self, idx) -> np.ndarray | sp.csr_matrix:
+        """Training rows ``idx`` (in that order), read from their blocks."""
+        idx = np.asarray(idx, dtype=np.int64)
+        order = np.argsort(idx, kind="stable")
+        sorted_idx = idx[order]
+        block = np.searchsorted(self.blocks.offsets, sorted_idx, side="right") - 1
+        parts = self.blocks.call(_take, per_block=[(sorted_idx[block == b]
+                                                    - self.blocks.offsets[b],)
+                                                   for b in range(self.blocks.n_blocks)])
+        taken = _stack(parts)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return taken[inverse]
+
+    def candidates(self, cand) -> np.ndarray:
+        Xc = self.rows(cand)
+        parts = self.blocks.call(_candidate_columns, self.token, self._pending, Xc,
+                                 self.kernel, self.kernel_params)
+        self._pending = None
+        return np.vstack(parts)
+
+    def reductions(self, QKc):
+        got = self.blocks.call(_block_reductions, self.token,
+                               per_block=[(np.ascontiguousarray(QKc[s]),)
+                                          for s in self._slices],
+                               combine=_sum_parts)
+        return _sum_parts(got)
+
+    def accept(self, j: int, row: int, QKc, beta) -> None:
+        self.basis.append(row)
+        self._pending = (int(j), int(row), beta)
+
+    def basis_columns(self) -> np.ndarray:
+        parts = self.blocks.call(_finish, self.token, self._pending)
+        self._pending = None
+        return np.vstack(parts)
+
+    def close(self) -> None:
+        self.blocks.client.run(workerstate.drop, self.token)
