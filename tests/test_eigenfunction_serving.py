@@ -12,10 +12,9 @@ from sklearn.datasets import dump_svmlight_file, make_moons
 from dask_ssl.cli import main
 from dask_ssl.models import SparseEigenfunctionClassifier
 from dask_ssl.models.artifact import load_model
-from dask_ssl.workflow.runner import new_run, run_workflow, store_for
-from dask_ssl.workflow.spec import load_workflow
+from dask_ssl.workflow.runner import store_for
 
-from .test_workflow_run import ROOT
+from .test_workflow_run import run_shipped
 
 #: (flags, the same hyperparameters as estimator parameters): the default "auto" choice of
 #: gamma_S on 6 labels a class, and a given weight with the filter, a bias and a width set.
@@ -108,11 +107,7 @@ def test_shipped_eigenfunction_workflow(client, tmp_path):
     """workflows/eigenfunction-moons.yaml as shipped: the Lasso over the sign-constant
     eigenvectors labels the held-out rows of two moons right from 5 labels a class, and the
     model is stored and promoted."""
-    wf = load_workflow(ROOT / "workflows" / "eigenfunction-moons.yaml",
-                       [f"outputs.runs={tmp_path / 'runs'}",
-                        f"outputs.model_store={tmp_path / 'models'}",
-                        "outputs.performance_report=false", "outputs.plots=false"])
-    report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    report = run_shipped("eigenfunction-moons.yaml", tmp_path, client)
     assert report["split"]["n_labeled"] == 10 and report["split"]["n_test"] == 100
     assert report["metrics"]["error"] <= 0.05
     assert report["model"]["promoted"] and report["model"]["previous"] is None
@@ -123,7 +118,7 @@ def test_shipped_eigenfunction_workflow(client, tmp_path):
     assert model.expansion_points_.shape == (300, 2)
     # a second run is judged against the promoted model, reloaded from the store and scored
     # on the held-out rows: the same draw errs alike
-    again = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)["model"]
+    again = run_shipped("eigenfunction-moons.yaml", tmp_path, client)["model"]
     assert again["previous"] == report["model"]["version"]
     assert again["current"] == report["metrics"]["error"] == again["candidate"]
     assert again["promoted"]

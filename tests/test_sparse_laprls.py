@@ -19,12 +19,11 @@ from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.solvers import sparse as solve
 from dask_ssl.solvers.greedy_state import BlockState
 from dask_ssl.solvers.laplacian_power import LaplacianPower
-from dask_ssl.workflow.runner import new_run, run_workflow, store_for
-from dask_ssl.workflow.spec import load_workflow
+from dask_ssl.workflow.runner import store_for
 
 from .test_cli import write_problem
 from .test_manifold import small_problem
-from .test_workflow_run import ROOT
+from .test_workflow_run import run_shipped
 
 KP = {"gamma": 4.0}
 
@@ -397,11 +396,7 @@ def test_cli_n_basis_is_a_count_or_a_share(capsys):
 def test_shipped_sparse_workflow(client, tmp_path):
     """workflows/sparse-moons.yaml as shipped: GREEDY+SLACK on two moons, one label a class,
     labels the held-out rows right and stores a model of its 30 basis rows."""
-    wf = load_workflow(ROOT / "workflows" / "sparse-moons.yaml",
-                       [f"outputs.runs={tmp_path / 'runs'}",
-                        f"outputs.model_store={tmp_path / 'models'}",
-                        "outputs.performance_report=false", "outputs.plots=false"])
-    report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    report = run_shipped("sparse-moons.yaml", tmp_path, client)
     assert report["split"]["n_labeled"] == 2 and report["split"]["n_test"] == 100
     assert report["metrics"]["error"] <= 0.02 and report["metrics"]["error_unlabeled"] <= 0.02
     model = store_for(report["parameters"]).load()

@@ -19,6 +19,16 @@ def outputs(tmp_path) -> list[str]:
             "--set", f"outputs.model_store={tmp_path / 'models'}"]
 
 
+def run_shipped(name: str, tmp_path, client, overrides=()) -> dict:
+    """Run ``workflows/NAME`` as shipped (with ``overrides``), its runs and model store under
+    ``tmp_path``, no report files or plots; its report."""
+    wf = load_workflow(ROOT / "workflows" / name,
+                       [f"outputs.runs={tmp_path / 'runs'}",
+                        f"outputs.model_store={tmp_path / 'models'}",
+                        "outputs.performance_report=false", "outputs.plots=false", *overrides])
+    return run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+
+
 def only_run(tmp_path, name) -> Path:
     (run_dir,) = (tmp_path / "runs" / name).iterdir()
     return run_dir
@@ -169,8 +179,7 @@ def test_kernel_s3vm_workflow_as_shipped_and_with_branch_and_bound(client, tmp_p
     path = ROOT / "workflows" / "kernel-s3vm.yaml"
     store = [f"outputs.runs={tmp_path / 'runs'}", f"outputs.model_store={tmp_path / 'models'}",
              "outputs.performance_report=false"]
-    wf = load_workflow(path, store + ["outputs.plots=false"])
-    report = run_workflow(wf.doc, new_run(wf.doc), client=client, progress=False)
+    report = run_shipped("kernel-s3vm.yaml", tmp_path, client)
     assert report["split"]["n_labeled"] == 2 and report["split"]["n_test"] == 50
     assert report["metrics"]["error"] == 0 and report["metrics"]["error_unlabeled"] <= 0.02
     bb = load_workflow(path, store + [
