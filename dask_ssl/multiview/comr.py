@@ -54,9 +54,11 @@ from ..models._input import Labels, encode_labels
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from ..models._selection_cost import measured_fit, selecting
+from ..models.graph_transduction import _class_shares
 from ..models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
 from ..solvers.dense import DenseSolution, laprls_direct
 from . import _serving
+from ._balance import balance_offsets
 from .kernels import _stack
 from .views import check_views, views_at_predict
 
@@ -126,7 +128,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     CoMR penalty ``M~ = M^intr (I + (gamma_I / 2 gamma_C) M^intr)^-1``,
     ``M^intr = 1e-6 I + L^p``. Transductive (4.3.1): the loss on ``(f^a + f^i) / 2``, solved as
     RLS in its kernel (:func:`transductive_kernel`). Both predict by
-    ``f(x) = sum_i alpha_i K(x_i, x)`` (no bias), the ambient function.
+    ``f(x) = sum_i alpha_i K(x_i, x) + b``, the ambient function, with class offsets ``b``
+    from ``class_balance`` (0 without it).
 
     Parameters
     ----------
@@ -187,6 +190,17 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         transductive objective (4.3.1: the loss on ``(f^a + f^i) / 2``), the one of his ref.
         [29], which his Tables 4.3-4.4 come from. Both predict by ``f^a``; the leave-one-out
         of ``gamma_I="auto"`` scores the function the loss is on.
+    class_balance : "labeled", None or array-like of shape (n_classes,), default "labeled"
+        Shares the unlabeled rows are cut to: the offsets ``b`` (``intercept_``) are set so
+        that ``argmax_c f_c`` (the sign with two classes) gives the unlabeled training rows
+        the classes in these shares (``"labeled"``: the labeled rows' shares; an array: in
+        ``classes_`` order, positive, summing to 1), the class balance constraint of the
+        thesis' S3VMs (``r``, Eq 3.2) as :class:`~dask_ssl.models.GraphTransduction` applies
+        it (:func:`dask_ssl.multiview._balance.balance_offsets`). Why: with few labels the
+        graph term can put most of each one-vs-rest column's outputs along the graph's
+        smoothest vector with a coefficient set by the labeled rows' degrees rather than by
+        the class, and the largest score then names one class for nearly every row; the cut
+        keeps the columns' differences between rows, which carry the class. None: no offset.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -198,7 +212,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     dual_coef_ : ndarray of shape (n, n_columns)
         alpha per class column (one column for two classes, positive ``classes_[1]``).
     intercept_ : ndarray of shape (n_columns,)
-        Zero.
+        ``-b``, the class offsets of ``class_balance`` (zero with None).
     expansion_points_ : ndarray or CSR of shape (n, sum of view widths)
         The training rows, views side by side.
     view_names_ : tuple of str or None
@@ -233,8 +247,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     def __init__(self, *, gamma_A=1e-6, gamma_I="auto", gamma_C=1.0, kernel="rbf",
                  kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
-                 search_epsilon=0.1, formulation="semi-supervised", unlabeled=-1, client=None,
-                 n_blocks=None, random_state=None):
+                 search_epsilon=0.1, formulation="semi-supervised", class_balance="labeled",
+                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.gamma_C = gamma_C
@@ -250,6 +264,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.graph_normalization = graph_normalization
         self.search_epsilon = search_epsilon
         self.formulation = formulation
+        self.class_balance = class_balance
         self.unlabeled = unlabeled
         self.client = client
         self.n_blocks = n_blocks
@@ -289,6 +304,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         n = views.n_rows
         classes, codes = encode_labels(y, n, self.unlabeled)
         labels = Labels(classes, codes, self.unlabeled)
+        shares = _class_shares(self.class_balance, codes[codes >= 0], classes.size)
         if graph is not None and graph.n_rows != n:
             raise ValueError(f"graph has {graph.n_rows} rows but Xs has {n}")
         X = _stack(views.arrays)
@@ -310,7 +326,9 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             sol, j, gamma_I, weight = self._solve(K, regularizers, Y, labeled, settings)
         self.classes_ = classes
         self.dual_coef_ = sol.alpha
-        self.intercept_ = sol.intercept
+        F = K @ sol.alpha
+        self.intercept_ = (np.zeros(F.shape[1]) if shares is None
+                           else -balance_offsets(F[~labeled], shares))
         self.expansion_points_ = X
         self.view_names_ = views.names
         self.view_features_ = views.n_features
@@ -321,7 +339,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.gamma_I_effective_ = weight
         self.gamma_C_effective_ = coupling_weight(self.gamma_C, self.graph_normalization, n)
         self.n_labeled_ = int(labeled.sum())
-        self.transduction_ = self._labels_from_scores(self._scores(K @ sol.alpha))
+        self.transduction_ = self._labels_from_scores(self._scores(F + self.intercept_))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
@@ -448,7 +466,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         Z = _stack(views.arrays)
         S = kernel_matrix(Z, self.expansion_points_, kernel=self.kernel,
                           kernel_params=self.kernel_params_) @ self.dual_coef_
-        return self._scores(S)
+        return self._scores(S + self.intercept_)
 
     def _labels_from_scores(self, scores):
         scores = np.asarray(scores)
