@@ -46,7 +46,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import graph_term_weight
 from ..linalg.blas import single_blas_thread
 from ..models._clone import SharesClient
-from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
+from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, SHARED, constraints, validate
 from ..models._graph_kernel import graph_regularizer
 from ..models._graph_seam import check_graph_combination, clip_n_neighbors
 from ..models._graph_weight import SEED_GAMMA_I, truth_of
@@ -190,7 +190,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         transductive objective (4.3.1: the loss on ``(f^a + f^i) / 2``), the one of his ref.
         [29], which his Tables 4.3-4.4 come from. Both predict by ``f^a``; the leave-one-out
         of ``gamma_I="auto"`` scores the function the loss is on.
-    class_balance : "labeled", None or array-like of shape (n_classes,), default "labeled"
+    class_balance : "auto", "labeled", None or array-like of shape (n_classes,), default "auto"
         Shares the unlabeled rows are cut to: the offsets ``b`` (``intercept_``) are set so
         that ``argmax_c f_c`` (the sign with two classes) gives the unlabeled training rows
         the classes in these shares (``"labeled"``: the labeled rows' shares; an array: in
@@ -201,6 +201,10 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         smoothest vector with a coefficient set by the labeled rows' degrees rather than by
         the class, and the largest score then names one class for nearly every row; the cut
         keeps the columns' differences between rows, which carry the class. None: no offset.
+        ``"auto"``: ``"labeled"`` when the fitted model has a graph term (``gamma_I_eff > 0``
+        and ``gamma_C > 0``), None for the supervised RLS, whose scores have no such common
+        part and lose more to a cut at few labels' shares than they gain. The value used is
+        ``class_balance_``.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -211,6 +215,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     classes_ : ndarray
     dual_coef_ : ndarray of shape (n, n_columns)
         alpha per class column (one column for two classes, positive ``classes_[1]``).
+    class_balance_ : "labeled", None or array-like
+        The ``class_balance`` used (``"auto"`` resolved).
     intercept_ : ndarray of shape (n_columns,)
         ``-b``, the class offsets of ``class_balance`` (zero with None).
     expansion_points_ : ndarray or CSR of shape (n, sum of view widths)
@@ -247,7 +253,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     def __init__(self, *, gamma_A=1e-6, gamma_I="auto", gamma_C=1.0, kernel="rbf",
                  kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
-                 search_epsilon=0.1, formulation="semi-supervised", class_balance="labeled",
+                 search_epsilon=0.1, formulation="semi-supervised", class_balance="auto",
                  unlabeled=-1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
@@ -275,7 +281,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     # Rosenberg's two CoMR objectives, not CoRLS's systems
     _parameter_constraints = constraints(
         __init__, gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})], n_neighbors=[COUNT, AUTO],
-        p=[COUNT, AUTO],
+        p=[COUNT, AUTO], class_balance=[*SHARED["class_balance"], AUTO],
         formulation=[StrOptions({"semi-supervised", "transductive"})])
 
     def _check_params(self) -> None:
@@ -304,7 +310,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         n = views.n_rows
         classes, codes = encode_labels(y, n, self.unlabeled)
         labels = Labels(classes, codes, self.unlabeled)
-        shares = _class_shares(self.class_balance, codes[codes >= 0], classes.size)
+        if self.class_balance != "auto":
+            _class_shares(self.class_balance, codes[codes >= 0], classes.size)
         if graph is not None and graph.n_rows != n:
             raise ValueError(f"graph has {graph.n_rows} rows but Xs has {n}")
         X = _stack(views.arrays)
@@ -327,6 +334,11 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.dual_coef_ = sol.alpha
         F = K @ sol.alpha
+        # "auto": the cut where a graph term shapes the scores, none for the supervised RLS
+        # (whose one-vs-rest scores carry no common smooth part to undo)
+        self.class_balance_ = (("labeled" if weight > 0 else None)
+                               if self.class_balance == "auto" else self.class_balance)
+        shares = _class_shares(self.class_balance_, codes[labeled], classes.size)
         self.intercept_ = (np.zeros(F.shape[1]) if shares is None
                            else -balance_offsets(F[~labeled], shares))
         self.expansion_points_ = X
