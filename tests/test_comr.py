@@ -431,7 +431,7 @@ def test_class_balance_undoes_the_collapse_onto_one_class(client):
     assert errors[None] >= 0.4
     assert errors["labeled"] <= 0.05
     np.testing.assert_array_equal(est.predict([V[u] for V in Xs]), est.transduction_[u])
-    # "auto": the cut with the graph term, none for the supervised RLS (gamma_C = 0)
+    # "auto": the cut for the unchecked graph term, none for the supervised RLS (gamma_C = 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SelectionWarning)
         auto = CoMR(n_neighbors=10, p=1, client=client, random_state=0).fit(Xs, yl)

@@ -202,9 +202,12 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         the class, and the largest score then names one class for nearly every row; the cut
         keeps the columns' differences between rows, which carry the class. None: no offset.
         ``"auto"``: ``"labeled"`` when the fitted model has a graph term (``gamma_I_eff > 0``
-        and ``gamma_C > 0``), None for the supervised RLS, whose scores have no such common
-        part and lose more to a cut at few labels' shares than they gain. The value used is
-        ``class_balance_``.
+        and ``gamma_C > 0``) whose setting the labels were too few to check (the seeds'
+        ``gamma_I`` or a given graph setting standing with a ``SelectionWarning``), else None:
+        the supervised RLS has no such common part, and a setting the leave-one-out chose
+        already decides well on the labeled rows, where a cut at the labeled shares (equal
+        when the labels are drawn per class) would force them on unbalanced classes. The
+        value used is ``class_balance_``.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -330,13 +333,14 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         # an n = 500 eigh took 1.6 s with threads and 0.12 s without)
         with single_blas_thread():
             regularizers = [(M + INTRINSIC_RIDGE * np.eye(n), total) for M, total in regularizers]
-            sol, j, gamma_I, weight = self._solve(K, regularizers, Y, labeled, settings)
+            sol, j, gamma_I, weight, unchecked = self._solve(K, regularizers, Y, labeled,
+                                                             settings)
         self.classes_ = classes
         self.dual_coef_ = sol.alpha
         F = K @ sol.alpha
-        # "auto": the cut where a graph term shapes the scores, none for the supervised RLS
-        # (whose one-vs-rest scores carry no common smooth part to undo)
-        self.class_balance_ = (("labeled" if weight > 0 else None)
+        # "auto": the cut only where an unchecked graph term shapes the scores (see the
+        # class_balance docstring)
+        self.class_balance_ = (("labeled" if weight > 0 and unchecked else None)
                                if self.class_balance == "auto" else self.class_balance)
         shares = _class_shares(self.class_balance_, codes[labeled], classes.size)
         self.intercept_ = (np.zeros(F.shape[1]) if shares is None
@@ -376,9 +380,10 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         return list(dict.fromkeys(pairs))
 
     def _solve(self, K, regularizers, Y, labeled, settings):
-        """``(solution, j, gamma_I, gamma_I_eff)``: the graph setting ``j`` (of ``settings``,
-        whose ``M^intr`` and edge weight sum are ``regularizers[j]``) and the ``gamma_I`` given
-        or chosen (sets ``selection_``)."""
+        """``(solution, j, gamma_I, gamma_I_eff, unchecked)``: the graph setting ``j`` (of
+        ``settings``, whose ``M^intr`` and edge weight sum are ``regularizers[j]``), the
+        ``gamma_I`` given or chosen (sets ``selection_``) and whether the labels were too few
+        to check a choice that had candidates."""
         n = K.shape[0]
         L = np.flatnonzero(labeled)
         coupling = coupling_weight(self.gamma_C, self.graph_normalization, n)
@@ -428,7 +433,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
         checks = (len(settings) * len(gammas) > 1
                   and (self.gamma_I == "auto" or self.gamma_I > 0))
-        if checks and not enough_labels(truth_of(Y[labeled])):
+        unchecked = checks and not enough_labels(truth_of(Y[labeled]))
+        if unchecked:
             warn_unchecked(self, "gamma_I" if self.gamma_I == "auto" else "the graph")
             settings = settings[:1]
             gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
@@ -455,12 +461,12 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             Kt, Z = two_views(j, g)
             beta = np.linalg.solve(Kt + L.size * np.eye(L.size), Y[L])
             sol = DenseSolution(0.5 * Z @ beta, np.zeros(Y.shape[1]), np.array([1]))
-            return sol, j, g, weight_of(j, g)
+            return sol, j, g, weight_of(j, g), unchecked
         Mt = penalty(j, g)
         weight = 0.0 if Mt is None else weight_of(j, g)
         sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,
                             gamma_A=self.gamma_A, gamma_I=weight)
-        return sol, j, g, weight
+        return sol, j, g, weight, unchecked
 
     # prediction --------------------------------------------------------------------------
     @staticmethod
