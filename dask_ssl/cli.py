@@ -229,8 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "rows; 'auto' (the default): chosen on the labeled rows")
     fit.add_argument("--class-balance", dest="class_balance",
                      help="transduction, comr: labeled (cut the unlabeled rows' scores to the "
-                          "labeled class mix; comr's default), none, auto (transduction's "
-                          "default: chosen on the labeled rows)")
+                          "labeled class mix), none, auto (the default; transduction: chosen on "
+                          "the labeled rows, comr: labeled where too few labels left its graph "
+                          "setting unchecked)")
     fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
     sparse_flags(fit)
     eigenfunction_flags(fit)
