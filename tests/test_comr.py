@@ -43,8 +43,9 @@ def moons(client):
 
 def _fit(moons, **params):
     Xs, _, _, yl, graph = moons
+    # the solver's identities are about f itself: no class offsets (class_balance=None)
     base = dict(gamma_A=1e-2, gamma_I=1.0, p=1, graph_normalization="none", unlabeled=0,
-                **KERNEL)
+                class_balance=None, **KERNEL)
     return CoMR(**{**base, **params}).fit(Xs, yl, graph=graph)
 
 
@@ -228,6 +229,7 @@ def test_too_few_labels_use_the_seeds_gamma_I_with_a_warning(moons):
     (dict(params=dict(gamma_A=0.0)), "gamma_A"),
     (dict(params=dict(kernel="nope")), "kernel"),
     (dict(y=np.zeros(80)), "no labeled rows"),
+    (dict(params=dict(class_balance=[0.2, 0.2])), "class_balance"),
 ])
 def test_bad_input_is_refused_before_any_work(moons, monkeypatch, change, match):
     Xs, _, _, yl, _ = moons
@@ -387,3 +389,53 @@ def test_toy_generators_make_the_same_rows_on_the_workers(client):
     assert len(blocks) == 2
     np.testing.assert_array_equal(np.vstack(client.gather(blocks[1].blocks)), l)
     np.testing.assert_array_equal(blocks[0].gather_labels(), y)
+
+
+def test_balance_offsets_cut_the_rows_at_the_shares():
+    """One column: the sign of ``F - b`` gives class 1 its share exactly; several: the
+    argmax of ``F - b`` comes within a row of each share, whatever common part each column
+    carries."""
+    from dask_ssl.multiview._balance import balance_offsets
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(200, 1)) - 3.0
+    b = balance_offsets(F, np.array([0.7, 0.3]))
+    assert np.sum(F[:, 0] - b[0] > 0) == 60
+    common = rng.uniform(1.0, 2.0, size=(300, 1)) * np.array([[-14.0, -15.5, -11.1]])
+    F = common + rng.normal(size=(300, 3))
+    shares = np.array([0.5, 0.3, 0.2])
+    counts = np.bincount(np.argmax(F - balance_offsets(F, shares), axis=1), minlength=3)
+    assert np.all(np.abs(counts - 300 * shares) <= 1)
+
+
+def test_class_balance_undoes_the_collapse_onto_one_class(client):
+    """Four blobs of different spreads, 2 labels a class (the seeds' gamma_I stands
+    unchecked): the largest raw score names one class on most unlabeled rows, the scores cut
+    at the labeled shares recover the blobs; out of sample predict keeps the cut."""
+    rng = np.random.default_rng(2)
+    centers = rng.normal(size=(4, 8)) * 3
+    X = np.vstack([centers[c] + s * rng.normal(size=(40, 8))
+                   for c, s in enumerate((0.6, 1.0, 1.4, 2.0))])
+    y = np.repeat(np.arange(4), 40)
+    yl = np.full(y.size, -1)
+    for c in range(4):
+        yl[rng.choice(np.flatnonzero(y == c), 2, replace=False)] = c
+    u = yl < 0
+    Xs = [X[:, :4], X[:, 4:]]
+    errors = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SelectionWarning)
+        for balance in (None, "labeled"):
+            est = CoMR(class_balance=balance, n_neighbors=10, p=1, client=client,
+                       random_state=0).fit(Xs, yl)
+            errors[balance] = np.mean(est.transduction_[u] != y[u])
+    assert errors[None] >= 0.4
+    assert errors["labeled"] <= 0.05
+    np.testing.assert_array_equal(est.predict([V[u] for V in Xs]), est.transduction_[u])
+    # "auto": the cut for the unchecked graph term, none for the supervised RLS (gamma_C = 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SelectionWarning)
+        auto = CoMR(n_neighbors=10, p=1, client=client, random_state=0).fit(Xs, yl)
+        supervised = CoMR(gamma_C=0.0, client=client).fit(Xs, yl)
+    np.testing.assert_array_equal(auto.intercept_, est.intercept_)
+    assert auto.class_balance_ == "labeled" and supervised.class_balance_ is None
+    np.testing.assert_array_equal(supervised.intercept_, 0.0)

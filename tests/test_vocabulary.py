@@ -105,6 +105,7 @@ OVERRIDES = {
     ("GraphTransduction", "metric"): "'auto' picks it by the data",
     ("GraphTransduction", "weights"): "'auto' follows the metric",
     ("GraphTransduction", "class_balance"): "'auto' selects it with gamma_I",
+    ("CoMR", "class_balance"): "'auto': 'labeled' for an unchecked graph term",
     ("GraphTransduction", "unlabeled_weight"): "'auto' selects it with gamma_I",
     ("RegularizedSpectralClustering", "gamma_I"): "only gamma_A / gamma_I enters Eq 2.28",
     ("LapRLS", "n_neighbors"): "'auto' selects (k, p) by leave-one-out",

@@ -154,7 +154,8 @@ def comr_info(est) -> dict:
             "kernel_params_": est.kernel_params_, "gamma_I_": float(est.gamma_I_),
             "gamma_I_effective": float(est.gamma_I_effective_),
             "gamma_C_effective": float(est.gamma_C_effective_), "selection_": est.selection_,
-            "n_neighbors_": est.n_neighbors_, "p_": est.p_}
+            "n_neighbors_": est.n_neighbors_, "p_": est.p_,
+            "class_balance_": _jsonable_balance(est.class_balance_)}
 
 
 def comr_arrays(est) -> dict:
@@ -177,3 +178,9 @@ def comr_restore(est, arrays: dict, doc: dict) -> None:
     est.selection_ = doc.get("selection_", [])
     # models stored before CoMR chose its graph setting
     est.n_neighbors_, est.p_ = doc.get("n_neighbors_"), doc.get("p_")
+    # models stored before CoMR's class offsets: none (their intercept_ is zero)
+    est.class_balance_ = doc.get("class_balance_")
+
+
+def _jsonable_balance(value):
+    return value if value is None or isinstance(value, str) else [float(v) for v in value]

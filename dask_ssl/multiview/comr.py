@@ -46,7 +46,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.deformed import graph_term_weight
 from ..linalg.blas import single_blas_thread
 from ..models._clone import SharesClient
-from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
+from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, SHARED, constraints, validate
 from ..models._graph_kernel import graph_regularizer
 from ..models._graph_seam import check_graph_combination, clip_n_neighbors
 from ..models._graph_weight import SEED_GAMMA_I, truth_of
@@ -54,9 +54,11 @@ from ..models._input import Labels, encode_labels
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from ..models._selection_cost import measured_fit, selecting
+from ..models.graph_transduction import _class_shares
 from ..models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
 from ..solvers.dense import DenseSolution, laprls_direct
 from . import _serving
+from ._balance import balance_offsets
 from .kernels import _stack
 from .views import check_views, views_at_predict
 
@@ -126,7 +128,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     CoMR penalty ``M~ = M^intr (I + (gamma_I / 2 gamma_C) M^intr)^-1``,
     ``M^intr = 1e-6 I + L^p``. Transductive (4.3.1): the loss on ``(f^a + f^i) / 2``, solved as
     RLS in its kernel (:func:`transductive_kernel`). Both predict by
-    ``f(x) = sum_i alpha_i K(x_i, x)`` (no bias), the ambient function.
+    ``f(x) = sum_i alpha_i K(x_i, x) + b``, the ambient function, with class offsets ``b``
+    from ``class_balance`` (0 without it).
 
     Parameters
     ----------
@@ -187,6 +190,24 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         transductive objective (4.3.1: the loss on ``(f^a + f^i) / 2``), the one of his ref.
         [29], which his Tables 4.3-4.4 come from. Both predict by ``f^a``; the leave-one-out
         of ``gamma_I="auto"`` scores the function the loss is on.
+    class_balance : "auto", "labeled", None or array-like of shape (n_classes,), default "auto"
+        Shares the unlabeled rows are cut to: the offsets ``b`` (``intercept_``) are set so
+        that ``argmax_c f_c`` (the sign with two classes) gives the unlabeled training rows
+        the classes in these shares (``"labeled"``: the labeled rows' shares; an array: in
+        ``classes_`` order, positive, summing to 1), the class balance constraint of the
+        thesis' S3VMs (``r``, Eq 3.2) as :class:`~dask_ssl.models.GraphTransduction` applies
+        it (:func:`dask_ssl.multiview._balance.balance_offsets`). Why: with few labels the
+        graph term can put most of each one-vs-rest column's outputs along the graph's
+        smoothest vector with a coefficient set by the labeled rows' degrees rather than by
+        the class, and the largest score then names one class for nearly every row; the cut
+        keeps the columns' differences between rows, which carry the class. None: no offset.
+        ``"auto"``: ``"labeled"`` when the fitted model has a graph term (``gamma_I_eff > 0``
+        and ``gamma_C > 0``) whose setting the labels were too few to check (the seeds'
+        ``gamma_I`` or a given graph setting standing with a ``SelectionWarning``), else None:
+        the supervised RLS has no such common part, and a setting the leave-one-out chose
+        already decides well on the labeled rows, where a cut at the labeled shares (equal
+        when the labels are drawn per class) would force them on unbalanced classes. The
+        value used is ``class_balance_``.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -197,8 +218,10 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     classes_ : ndarray
     dual_coef_ : ndarray of shape (n, n_columns)
         alpha per class column (one column for two classes, positive ``classes_[1]``).
+    class_balance_ : "labeled", None or array-like
+        The ``class_balance`` used (``"auto"`` resolved).
     intercept_ : ndarray of shape (n_columns,)
-        Zero.
+        ``-b``, the class offsets of ``class_balance`` (zero with None).
     expansion_points_ : ndarray or CSR of shape (n, sum of view widths)
         The training rows, views side by side.
     view_names_ : tuple of str or None
@@ -233,8 +256,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     def __init__(self, *, gamma_A=1e-6, gamma_I="auto", gamma_C=1.0, kernel="rbf",
                  kernel_params=None, n_neighbors="auto", metric="euclidean", weights="heat",
                  t=None, symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
-                 search_epsilon=0.1, formulation="semi-supervised", unlabeled=-1, client=None,
-                 n_blocks=None, random_state=None):
+                 search_epsilon=0.1, formulation="semi-supervised", class_balance="auto",
+                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.gamma_C = gamma_C
@@ -250,6 +273,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.graph_normalization = graph_normalization
         self.search_epsilon = search_epsilon
         self.formulation = formulation
+        self.class_balance = class_balance
         self.unlabeled = unlabeled
         self.client = client
         self.n_blocks = n_blocks
@@ -260,7 +284,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     # Rosenberg's two CoMR objectives, not CoRLS's systems
     _parameter_constraints = constraints(
         __init__, gamma_C=[NON_NEGATIVE, Options(Real, {np.inf})], n_neighbors=[COUNT, AUTO],
-        p=[COUNT, AUTO],
+        p=[COUNT, AUTO], class_balance=[*SHARED["class_balance"], AUTO],
         formulation=[StrOptions({"semi-supervised", "transductive"})])
 
     def _check_params(self) -> None:
@@ -289,6 +313,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         n = views.n_rows
         classes, codes = encode_labels(y, n, self.unlabeled)
         labels = Labels(classes, codes, self.unlabeled)
+        if self.class_balance != "auto":
+            _class_shares(self.class_balance, codes[codes >= 0], classes.size)
         if graph is not None and graph.n_rows != n:
             raise ValueError(f"graph has {graph.n_rows} rows but Xs has {n}")
         X = _stack(views.arrays)
@@ -307,10 +333,18 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         # an n = 500 eigh took 1.6 s with threads and 0.12 s without)
         with single_blas_thread():
             regularizers = [(M + INTRINSIC_RIDGE * np.eye(n), total) for M, total in regularizers]
-            sol, j, gamma_I, weight = self._solve(K, regularizers, Y, labeled, settings)
+            sol, j, gamma_I, weight, unchecked = self._solve(K, regularizers, Y, labeled,
+                                                             settings)
         self.classes_ = classes
         self.dual_coef_ = sol.alpha
-        self.intercept_ = sol.intercept
+        F = K @ sol.alpha
+        # "auto": the cut only where an unchecked graph term shapes the scores (see the
+        # class_balance docstring)
+        self.class_balance_ = (("labeled" if weight > 0 and unchecked else None)
+                               if self.class_balance == "auto" else self.class_balance)
+        shares = _class_shares(self.class_balance_, codes[labeled], classes.size)
+        self.intercept_ = (np.zeros(F.shape[1]) if shares is None
+                           else -balance_offsets(F[~labeled], shares))
         self.expansion_points_ = X
         self.view_names_ = views.names
         self.view_features_ = views.n_features
@@ -321,7 +355,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.gamma_I_effective_ = weight
         self.gamma_C_effective_ = coupling_weight(self.gamma_C, self.graph_normalization, n)
         self.n_labeled_ = int(labeled.sum())
-        self.transduction_ = self._labels_from_scores(self._scores(K @ sol.alpha))
+        self.transduction_ = self._labels_from_scores(self._scores(F + self.intercept_))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
@@ -346,9 +380,10 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         return list(dict.fromkeys(pairs))
 
     def _solve(self, K, regularizers, Y, labeled, settings):
-        """``(solution, j, gamma_I, gamma_I_eff)``: the graph setting ``j`` (of ``settings``,
-        whose ``M^intr`` and edge weight sum are ``regularizers[j]``) and the ``gamma_I`` given
-        or chosen (sets ``selection_``)."""
+        """``(solution, j, gamma_I, gamma_I_eff, unchecked)``: the graph setting ``j`` (of
+        ``settings``, whose ``M^intr`` and edge weight sum are ``regularizers[j]``), the
+        ``gamma_I`` given or chosen (sets ``selection_``) and whether the labels were too few
+        to check a choice that had candidates."""
         n = K.shape[0]
         L = np.flatnonzero(labeled)
         coupling = coupling_weight(self.gamma_C, self.graph_normalization, n)
@@ -398,7 +433,8 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
         checks = (len(settings) * len(gammas) > 1
                   and (self.gamma_I == "auto" or self.gamma_I > 0))
-        if checks and not enough_labels(truth_of(Y[labeled])):
+        unchecked = checks and not enough_labels(truth_of(Y[labeled]))
+        if unchecked:
             warn_unchecked(self, "gamma_I" if self.gamma_I == "auto" else "the graph")
             settings = settings[:1]
             gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
@@ -425,12 +461,12 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
             Kt, Z = two_views(j, g)
             beta = np.linalg.solve(Kt + L.size * np.eye(L.size), Y[L])
             sol = DenseSolution(0.5 * Z @ beta, np.zeros(Y.shape[1]), np.array([1]))
-            return sol, j, g, weight_of(j, g)
+            return sol, j, g, weight_of(j, g), unchecked
         Mt = penalty(j, g)
         weight = 0.0 if Mt is None else weight_of(j, g)
         sol = laprls_direct(K, np.zeros((n, n)) if Mt is None else Mt, Y, labeled,
                             gamma_A=self.gamma_A, gamma_I=weight)
-        return sol, j, g, weight
+        return sol, j, g, weight, unchecked
 
     # prediction --------------------------------------------------------------------------
     @staticmethod
@@ -448,7 +484,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         Z = _stack(views.arrays)
         S = kernel_matrix(Z, self.expansion_points_, kernel=self.kernel,
                           kernel_params=self.kernel_params_) @ self.dual_coef_
-        return self._scores(S)
+        return self._scores(S + self.intercept_)
 
     def _labels_from_scores(self, scores):
         scores = np.asarray(scores)
