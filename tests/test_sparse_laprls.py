@@ -527,3 +527,19 @@ def test_laprls_auto_is_stored_and_refused_for_other_methods(client, tmp_path):
         lone = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=10, kernel_params=KP,
                             random_state=0).fit(X, few, graph=graph)
     assert (lone.gamma_A_, lone.gamma_I_, lone.selection_) == (1e-6, 1e4, [])
+
+
+def test_cli_gamma_A_auto_selects_on_the_basis(client, tmp_path):
+    data = tmp_path / "train.svm"
+    write_problem(data, n=150, unlabeled_every=3)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", "sparselaprls", "--n-basis",
+                     "0.1", "--method", "laprls", "--gamma-A", "auto",
+                     "--kernel-params", '{"gamma": 0.1}', "--n-neighbors", "8",
+                     "--model-out", str(model)]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert doc["params"]["gamma_A"] == "auto"
+    chosen = next(r for r in doc["selection_"] if r["chosen"])
+    assert (doc["gamma_A_"], doc["gamma_I_"]) == (chosen["gamma_A"], chosen["gamma_I"])
+    assert doc["selection_cost_"]["seconds"] > 0
