@@ -22,12 +22,12 @@ The computations are in :mod:`dask_ssl.solvers.sparse`.
 from __future__ import annotations
 
 import time
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
@@ -42,7 +42,7 @@ from ..solvers import sparse as solve
 from ..solvers.greedy_state import BlockState
 from ..solvers.laplacian_power import LaplacianPower
 from ._clone import SharesClient
-from ._constraints import constraints, validate
+from ._constraints import AUTO, POSITIVE, constraints, validate
 from ._graph_weight import SEED_GAMMA_I, truth_of
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
@@ -62,7 +62,7 @@ METHODS = ("laprls", "slack", "decoupled", "sigmoid")
 SOLVERS = ("direct", "graph")
 #: Where SparseLapRLS narrows the shared constraints: its own solvers.
 _OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))],
-                  gamma_A=[Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})])
+                  gamma_A=[POSITIVE, AUTO])
 
 
 def _fraction_or_count(n_basis, n_rows: int) -> int:
