@@ -21,6 +21,7 @@ from dask_ssl.solvers.greedy_state import BlockState
 from dask_ssl.solvers.laplacian_power import LaplacianPower
 from dask_ssl.workflow.runner import store_for
 
+from ._labels import labels_per_class
 from .test_cli import write_problem
 from .test_manifold import small_problem
 from .test_workflow_run import run_shipped
@@ -438,3 +439,102 @@ def test_sigmoid_method_is_a_stationary_point_of_eq_5_5(client):
                                               KNJ[J])
     assert value == pytest.approx(R(b), rel=1e-12)
     np.testing.assert_allclose(analytic, grad(b), rtol=1e-5, atol=1e-7)
+
+
+def test_laprls_leave_one_out_on_the_basis_equals_refits_without_each_row(client):
+    from dask_ssl.models._sparse_selection import loo_outputs
+
+    X, y, graph = problem(client, n=40, n_labeled=10)
+    M = regularizer_matrix(graph, normalized=True, p=1, sparse=True)
+    K = np.exp(-4.0 * ((X[:, None, :] - X[None]) ** 2).sum(-1))
+    J = np.array([1, 5, 9, 14, 22, 30, 37])
+    lab = y >= 0
+    Ybar = np.where(lab, np.where(y == 1, 1.0, -1.0), 0.0)[:, None]
+    L = np.flatnonzero(lab)
+    KNJ = K[:, J]
+    for a, g in ((1e-3, 0.0), (1e-2, 3.0)):
+        loo = loo_outputs(KNJ[L], KNJ[J], KNJ.T @ (M @ KNJ), Ybar[L], a, g)
+        for pos, i in enumerate(L):
+            keep = lab.copy()
+            keep[i] = False
+            quad = solve.laprls_quadratic(M, keep, Ybar * keep[:, None], a, g)
+            beta = solve.fit_on_basis(quad, lambda idx: KNJ, J).beta
+            np.testing.assert_allclose(loo[pos], KNJ[i] @ beta, rtol=1e-8, atol=1e-8)
+
+
+def test_laprls_auto_keeps_the_supervised_fit_where_labels_ignore_the_clusters(client):
+    # a random linear label over isotropic noise: no cluster for the graph to follow
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((200, 5))
+    truth = (X @ rng.standard_normal(5) > 0).astype(int)
+    y = np.full(200, -1)
+    y[:40] = truth[:40]
+    est = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=20, random_state=0,
+                       client=client).fit(X, y)
+    chosen = next(r for r in est.selection_ if r["chosen"])
+    assert est.gamma_I_ == 0.0 == chosen["gamma_I"] and est.gamma_A_ == chosen["gamma_A"]
+    assert {r["criterion"] for r in est.selection_} == {"loo"}
+    assert len(est.selection_) == 7 * len(AUTO_GAMMA_I)
+    # the fit is the supervised sparse RLS on the same basis at the chosen gamma_A
+    sup = SparseLapRLS(method="laprls", basis=est.basis_, gamma_A=est.gamma_A_, gamma_I=0.0,
+                       client=client).fit(X, y, graph=est.graph_)
+    np.testing.assert_allclose(est.dual_coef_, sup.dual_coef_, rtol=1e-8, atol=1e-10)
+    assert est.selection_cost_["seconds"] > 0
+
+
+def test_laprls_auto_on_two_moons_with_five_labels_a_class(client):
+    # LapRLS's own check (tests/test_manifold_selection.py) at a twentieth of the rows
+    X, y = two_moons(n=1000, noise=0.1, seed=0)
+    y = (y > 0).astype(int)
+    train = labels_per_class(y, 5, seed=1)
+    est = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=0.05, random_state=0,
+                       client=client).fit(X, train)
+    assert est.gamma_I_ > 0 and est.n_basis_ == 50
+    hidden = train == -1
+    assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
+    # the chosen row is the fit: the same setting given by hand on the same basis
+    fixed = SparseLapRLS(method="laprls", basis=est.basis_, gamma_A=est.gamma_A_,
+                         gamma_I=est.gamma_I_, client=client).fit(X, train, graph=est.graph_)
+    np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_laprls_auto_is_stored_and_refused_for_other_methods(client, tmp_path):
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    est = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=10, kernel_params=KP,
+                       random_state=0).fit(X, y, graph=graph)
+    save_model(est, tmp_path / "m")
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    back = load_model(tmp_path / "m")
+    assert back.gamma_A_ == est.gamma_A_ and back.selection_ == est.selection_
+    assert doc["selection_cost_"]["round_trips"] >= 0
+    # a model stored before gamma_A_ existed loads with the given gamma_A
+    given = SparseLapRLS(method="laprls", gamma_A=1e-3, gamma_I=0.0, n_basis=10,
+                         kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    save_model(given, tmp_path / "old")
+    doc = json.loads((tmp_path / "old" / "model.json").read_text())
+    del doc["gamma_A_"]
+    (tmp_path / "old" / "model.json").write_text(json.dumps(doc))
+    assert load_model(tmp_path / "old").gamma_A_ == 1e-3
+    with pytest.raises(ValueError, match="gamma_A='auto'"):
+        SparseLapRLS(gamma_A="auto", kernel_params=KP).fit(X, y, graph=graph)
+    few = problem(client, n=60, n_labeled=4)[1]
+    with pytest.warns(SelectionWarning, match="gamma_A and gamma_I"):
+        lone = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=10, kernel_params=KP,
+                            random_state=0).fit(X, few, graph=graph)
+    assert (lone.gamma_A_, lone.gamma_I_, lone.selection_) == (1e-6, 1e4, [])
+
+
+def test_cli_gamma_A_auto_selects_on_the_basis(client, tmp_path):
+    data = tmp_path / "train.svm"
+    write_problem(data, n=150, unlabeled_every=3)
+    model = tmp_path / "model"
+    with client.as_current():
+        assert main(["fit", "--data", str(data), "--algorithm", "sparselaprls", "--n-basis",
+                     "0.1", "--method", "laprls", "--gamma-A", "auto",
+                     "--kernel-params", '{"gamma": 0.1}', "--n-neighbors", "8",
+                     "--model-out", str(model)]) == 0
+    doc = json.loads((model / "model.json").read_text())
+    assert doc["params"]["gamma_A"] == "auto"
+    chosen = next(r for r in doc["selection_"] if r["chosen"])
+    assert (doc["gamma_A_"], doc["gamma_I_"]) == (chosen["gamma_A"], chosen["gamma_I"])
+    assert doc["selection_cost_"]["seconds"] > 0

@@ -42,7 +42,7 @@ from ..solvers import sparse as solve
 from ..solvers.greedy_state import BlockState
 from ..solvers.laplacian_power import LaplacianPower
 from ._clone import SharesClient
-from ._constraints import constraints, validate
+from ._constraints import AUTO, POSITIVE, constraints, validate
 from ._graph_weight import SEED_GAMMA_I, truth_of
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
@@ -53,6 +53,7 @@ from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
 from ._selection_cost import measured_fit, selecting
+from ._sparse_selection import AUTO_GAMMA_A, PILOT_GAMMA_A, select_on_basis
 from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
                        restore_expansion_info)
 
@@ -60,7 +61,8 @@ BASES = ("greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled", "sigmoid")
 SOLVERS = ("direct", "graph")
 #: Where SparseLapRLS narrows the shared constraints: its own solvers.
-_OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))])
+_OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))],
+                  gamma_A=[POSITIVE, AUTO])
 
 
 def _fraction_or_count(n_basis, n_rows: int) -> int:
@@ -138,9 +140,11 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         score candidates on), then minimizes Eq 5.5 on it.
     kappa : int, default 50
         kappa, candidates scored per greedy step.
-    gamma_A : float, default 1e-6
+    gamma_A : float or "auto", default 1e-6
         gamma_A, weight of the ambient norm ``beta^T K_JJ beta`` (LapRLS's units; the thesis'
-        ch. 5 gamma_A is ``l gamma_A``).
+        ch. 5 gamma_A is ``l gamma_A``). ``"auto"`` (``method="laprls"`` only) chooses it among
+        :data:`~dask_ssl.models._sparse_selection.AUTO_GAMMA_A` by exact leave-one-out on the
+        labeled rows, with ``gamma_I`` (see ``gamma_I``); the value used is ``gamma_A_``.
     gamma_I : float or "auto", default "auto"
         gamma_I, weight of the graph term before ``graph_normalization`` (the thesis' ch. 5
         gamma_I is ``l gamma_I_eff``, the weight GraphTransduction's system carries). 0 is
@@ -152,7 +156,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         supervised one only when it errs less and its paired gain in held-out squared
         residual exceeds its noise); with fewer than 5 labeled rows in a class it is the
         seeds' 1e4, with a :class:`~dask_ssl.models._selection.SelectionWarning`. The value
-        used is ``gamma_I_``; the candidates are in ``selection_``.
+        used is ``gamma_I_``; the candidates are in ``selection_``. With ``method="laprls"``
+        the basis is chosen once instead, at the seeds' 1e4 (and ``gamma_A`` given, or 1e-6
+        for ``"auto"``), and every ``(gamma_A, gamma_I)`` candidate is scored on it by exact
+        leave-one-out over the labeled rows, closed form for the ``d x d`` system of the
+        restricted problem (:mod:`dask_ssl.models._sparse_selection`); the coefficients on
+        that basis are then refitted at the chosen setting.
     nu : float, default 1.0
         nu, the slack coupling (Eq 5.7): the weight of ``||f - K_NJ beta||^2`` relative to the
         labeled squared loss (``nu/2`` against ``1/2`` in the thesis' units). ``nu -> inf``
@@ -214,6 +223,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     n_basis_ : int
         d reached.
     kernel_params_ : dict
+    gamma_A_ : float
+        gamma_A used (chosen with ``gamma_A="auto"``).
     gamma_I_, gamma_I_effective_ : float
         gamma_I and the coefficient of ``f^T M f`` after normalization.
     gamma_S_ : list of float or None
@@ -233,7 +244,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     selection_ : list of dict
         With ``gamma_I="auto"`` and enough labels: per candidate its ``gamma_I``, held-out
         ``errors``, ``error``, ``stderr``, ``squared`` residual, ``chosen`` and
-        ``criterion="cv"`` (:func:`dask_ssl.models._selection.table`); empty otherwise.
+        ``criterion="cv"`` (:func:`dask_ssl.models._selection.table`); with
+        ``method="laprls"`` and an ``"auto"`` setting, its ``gamma_A`` and ``gamma_I`` with
+        ``criterion="loo"``; empty otherwise.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -287,6 +300,10 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         """Every hyperparameter against its declared constraint, then the kernel and graph
         settings together; first in ``fit``, before any work."""
         validate(self)
+        if self.gamma_A == "auto" and self.method != "laprls":
+            raise ValueError(f"gamma_A='auto' is chosen by leave-one-out on the basis, which "
+                             f"method='laprls' has in closed form; method={self.method!r} "
+                             "takes a number")
         check_kernel(self.kernel, self.kernel_params)
         check_graph_combination(self)
 
@@ -359,8 +376,13 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
         try:
             with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
-                gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
-                out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+                if self.method == "laprls" and "auto" in (self.gamma_A, self.gamma_I):
+                    gamma_A, gamma_I, selection, out = self._select_on_basis(
+                        problem, Ybar, labeled, unit)
+                else:
+                    gamma_A = float(self.gamma_A)
+                    gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
+                    out = self._solve(problem, gamma_I * unit, Ybar, labeled)
         finally:
             if self.solver == "graph":
                 M.close()
@@ -375,6 +397,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.intercept_ = np.zeros(beta.shape[1])
         self.n_basis_ = int(fit.basis.size)
         self.kernel_params_ = kparams
+        self.gamma_A_ = float(gamma_A)
         self.gamma_I_ = float(gamma_I)
         self.gamma_I_effective_ = float(weight)
         self.gamma_S_ = out["gamma_S"]
@@ -428,7 +451,35 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
         return AUTO_GAMMA_I[best], selection
 
-    def _solve(self, problem, weight, Ybar, labeled) -> dict:
+    def _select_on_basis(self, problem, Ybar, labeled, unit):
+        """``(gamma_A, gamma_I, selection_, fit)`` of ``method="laprls"`` with an ``"auto"``
+        setting: the basis grown (or drawn, or read off the l1 path) once at the pilot setting
+        (the given values, else :data:`~._sparse_selection.PILOT_GAMMA_A` and the seeds'
+        ``gamma_I``), the candidates scored on it by exact leave-one-out
+        (:mod:`._sparse_selection`), and the coefficients on it refitted at the chosen
+        setting; with fewer than 5 labeled rows in a class the pilot fit, with a warning."""
+        auto_A, auto_I = self.gamma_A == "auto", self.gamma_I == "auto"
+        pilot_A = PILOT_GAMMA_A if auto_A else float(self.gamma_A)
+        pilot_I = SEED_GAMMA_I if auto_I else float(self.gamma_I)
+        out = self._solve(problem, pilot_I * unit, Ybar, labeled, gamma_A=pilot_A)
+        if not enough_labels(truth_of(Ybar[labeled])):
+            warn_unchecked(self, " and ".join(name for name, auto in
+                                             (("gamma_A", auto_A), ("gamma_I", auto_I)) if auto))
+            return pilot_A, pilot_I, [], out
+        fit = out["fit"]
+        with selecting():
+            gamma_A, gamma_I, selection = select_on_basis(
+                fit.KNJ, fit.basis, problem["M"], labeled, Ybar, unit,
+                AUTO_GAMMA_A if auto_A else (pilot_A,), AUTO_GAMMA_I if auto_I else (pilot_I,))
+        l = int(labeled.sum())
+        quad = solve.laprls_quadratic(problem["M"], labeled, Ybar, l * gamma_A,
+                                      l * gamma_I * unit)
+        refit = solve.fit_on_basis(quad, lambda idx: fit.KNJ, fit.basis)
+        refit.history = fit.history
+        out.update(fit=refit, beta=refit.beta, objective=refit.objective)
+        return gamma_A, gamma_I, selection, out
+
+    def _solve(self, problem, weight, Ybar, labeled, gamma_A=None) -> dict:
         """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
         (chosen, drawn or given) and its coefficients, ``F`` (slack's f or the transduction
         scores), the objective per column (thesis units), history and alternations. With
@@ -436,7 +487,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         restricted (supervised) fit, as every method is at ``gamma_I = 0``."""
         M, graph, columns = problem["M"], problem["graph"], problem["columns"]
         l = int(labeled.sum())
-        a, g, nu = l * float(self.gamma_A), l * weight, float(self.nu)
+        gamma_A = float(self.gamma_A if gamma_A is None else gamma_A)
+        a, g, nu = l * gamma_A, l * weight, float(self.nu)
         rng = check_random_state(self.random_state)
         on_workers = dict(graph=graph if self.solver == "graph" else None,
                           normalized=self.normalized, p=self.p, tol=self.tol)
@@ -508,7 +560,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
         return {**expansion_info(self), "n_basis_": int(self.n_basis_),
-                "gamma_S_": self.gamma_S_}
+                "gamma_S_": self.gamma_S_, "gamma_A_": float(self.gamma_A_)}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -525,5 +577,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         restore_expansion_info(self, doc)
         self.n_basis_ = doc["n_basis_"]
         self.gamma_I_ = doc["gamma_I_"]
+        # models stored before gamma_A was selected used the given gamma_A
+        self.gamma_A_ = doc.get("gamma_A_", self.gamma_A)
         self.gamma_S_ = doc["gamma_S_"]
         self.graph_scores_ = None
