@@ -79,14 +79,24 @@ def loo_gamma_I(G, H, Xl, cl, Yl, gamma_A: float) -> tuple[float, list]:
     # a graph without edges (or constant outputs on it) has no term to weigh: every candidate
     # is the same fit, and the first (0) is kept
     scale = np.trace(G) / trace_H if trace_H > 1e-12 * np.trace(G) else 0.0
-    R = Xl.T @ (cl[:, None] * Yl)
     outputs = []
     for rho in AUTO_RHO:
         factor = scipy.linalg.cho_factor(G + gamma_A * np.eye(G.shape[0]) + rho * scale * H)
-        O = Xl @ scipy.linalg.cho_solve(factor, R)
-        s = cl * np.einsum("ij,ji->i", Xl, scipy.linalg.cho_solve(factor, Xl.T))
-        outputs.append((O - s[:, None] * Yl) / (1.0 - s)[:, None])
+        outputs.append(loo_outputs(lambda B, f=factor: scipy.linalg.cho_solve(f, B), Xl, Yl, cl))
     return _select(outputs, Yl, scale)
+
+
+def loo_outputs(solve, F, Y, costs=None) -> np.ndarray:
+    """Exact leave-one-out outputs of a regularized least-squares fit on the labeled rows
+    ``F`` (``l x d``): the fit is ``w = A^-1 F^T C Y`` with ``C = diag(costs)`` (ones by
+    default) and ``solve(B) = A^-1 B``; without row ``i`` its output is ``(o_i - s_i y_i) /
+    (1 - s_i)``, ``s_i = c_i f_i^T A^-1 f_i`` (Sherman-Morrison). Shape ``(l, columns of Y)``."""
+    c = np.ones(F.shape[0]) if costs is None else costs
+    k = Y.shape[1]
+    Z = solve(np.hstack([F.T @ (c[:, None] * Y), F.T]))
+    O = F @ Z[:, :k]
+    s = c * np.einsum("ij,ji->i", F, Z[:, k:])
+    return (O - s[:, None] * Y) / (1.0 - s)[:, None]
 
 
 def _select(outputs, Yl, scale) -> tuple[float, list]:

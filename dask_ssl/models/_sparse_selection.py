@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
 
+from ._graph_weight import loo_outputs as regularized_loo
 from ._graph_weight import truth_of
 from ._selection import choose, table
 
@@ -67,10 +68,7 @@ def loo_outputs(KLJ, KJJ, G, YL, a: float, g: float) -> np.ndarray:
     if g > 0:
         H = H + g * G
     H = (H + H.T) * 0.5
-    Z = _inverse_on(H, np.hstack([KLJ.T @ YL, KLJ.T]))
-    O = KLJ @ Z[:, :YL.shape[1]]
-    s = np.einsum("ij,ji->i", KLJ, Z[:, YL.shape[1]:])
-    return (O - s[:, None] * YL) / (1.0 - s)[:, None]
+    return regularized_loo(lambda B: _inverse_on(H, B), KLJ, YL)
 
 
 def select_on_basis(KNJ, basis, M, labeled, Ybar, unit: float, gamma_As, gamma_Is):
