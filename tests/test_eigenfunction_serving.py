@@ -17,9 +17,15 @@ from dask_ssl.workflow.runner import store_for
 from .test_workflow_run import run_shipped
 
 #: (flags, the same hyperparameters as estimator parameters): the default "auto" choice of
-#: gamma_S on 6 labels a class, and a given weight with the filter, a bias and a width set.
+#: gamma_S on 6 labels a class, a given weight with the filter, a bias and a width set, and the
+#: eigenvectors of a Nystrom approximation on seeded landmarks with a given weight (a Lasso fit,
+#: so the model expands over the landmarks only).
 CASES = {
     "auto": ([], {}),
+    "nystrom": (["--n-components", "40", "--landmarks", "kmeans++", "--random-state", "3",
+                 "--gamma-S", "0.02", "--sign-tol", "0.2", "--kernel-params", '{"gamma": 20.0}'],
+                dict(n_components=40, landmarks="kmeans++", random_state=3, gamma_S=0.02,
+                     sign_tol=0.2, kernel_params={"gamma": 20.0})),
     "given": (["--gamma-S", "0.01", "--sign-tol", "0.2", "--fit-intercept",
                "--kernel-params", '{"gamma": 20.0}'],
               dict(gamma_S=0.01, sign_tol=0.2, fit_intercept=True,
@@ -67,11 +73,21 @@ def test_cli_fit_and_predict_equal_the_estimator_in_process(client, tmp_path, ca
     if case == "auto":
         assert doc["selection_"]  # 6 labels a class: chosen on them, the table stored
     else:
-        assert doc["gamma_S_"] == 0.01 and doc["n_nonzero_"] > 0
+        assert doc["gamma_S_"] == params["gamma_S"] and doc["n_nonzero_"] > 0
     np.testing.assert_allclose(np.loadtxt(tmp_path / "new.out"), est.decision_function(X_new),
                                rtol=1e-9, atol=1e-12)
     loaded = load_model(model)
     np.testing.assert_array_equal(loaded.predict(X_new), est.predict(X_new))
+    if "n_components" in params:
+        # the same landmarks drawn from the file's rows as from the rows in memory, and the
+        # stored model expands over them alone (sparse, as the svmlight file was read)
+        np.testing.assert_array_equal(loaded.landmark_indices_, est.landmark_indices_)
+        assert len(set(est.landmark_indices_.tolist())) == 40
+        np.testing.assert_allclose(loaded.expansion_points_.toarray(),
+                                   X[np.sort(est.landmark_indices_)], rtol=1e-15)
+        # to rounding relative to the largest (the Gram matrix sums blocks in another order)
+        np.testing.assert_allclose(loaded.eigenvalues_, est.eigenvalues_, rtol=1e-9,
+                                   atol=1e-12 * est.eigenvalues_[0])
 
 
 @pytest.mark.parametrize("flags, message", [
