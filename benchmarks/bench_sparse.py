@@ -16,7 +16,9 @@ chosen ``gamma_I``, so the two differ only by the basis. Both score the held-out
 blocks on the workers (``decision_function`` on :class:`~dask_ssl.linalg.rowblocks.RowBlocks`,
 best of ``--repeats``): rows per second of wall time, and the workers' CPU seconds, whose ratio
 holds on a loaded host. Errors are on the held-out rows (the scoring task) and on the
-unlabeled training rows.
+unlabeled training rows. With ``--method laprls`` or ``slack`` each fraction adds two rows on
+the same graph: the method with ``gamma_A`` and ``gamma_I`` chosen on the labeled rows
+(``"auto"``), and its supervised counterpart (``gamma_I = 0``, ``gamma_A`` chosen).
 
 Protocol (thesis 5.2, Tables 5.1 and 5.5): the rows are split 3:1 into training (labeled and
 unlabeled) and validation rows; two moons has 600 rows (450 training) and one labeled row per
@@ -214,19 +216,19 @@ def score_rate(est, blocks, client, repeats):
 
 
 def auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu):
-    """Rows of ``method="laprls"`` with its settings chosen on the labeled rows
-    (``gamma_A = gamma_I = "auto"``) and of the supervised sparse RLS (``gamma_I = 0``,
+    """Rows of ``--method`` (laprls or slack) with its settings chosen on the labeled rows
+    (``gamma_A = gamma_I = "auto"``) and of the supervised sparse model (``gamma_I = 0``,
     ``gamma_A`` chosen) on the full model's graph, with the selection's cost."""
     for label, gamma_I in (("auto", "auto"), ("supervised", 0.0)):
         t0 = time.perf_counter()
-        est = SparseLapRLS(n_basis=fraction, method="laprls", gamma_A="auto", gamma_I=gamma_I,
-                           n_neighbors=full.n_neighbors_, p=full.p_, random_state=args.seed,
-                           client=client).fit(Xtr, y, graph=full.graph_)
+        est = SparseLapRLS(n_basis=fraction, method=args.method, gamma_A="auto",
+                           gamma_I=gamma_I, n_neighbors=full.n_neighbors_, p=full.p_,
+                           random_state=args.seed, client=client).fit(Xtr, y, graph=full.graph_)
         fit_s = time.perf_counter() - t0
         Ss, wall_s, cpu_s = score_rate(est, blocks, client, args.repeats)
         s_test, s_unl = errors(est, Ss)
         cost = est.selection_cost_ or {"seconds": 0.0}
-        print(f"| SparseLapRLS (laprls, {label}: gamma_A {est.gamma_A_:g}, gamma_I "
+        print(f"| SparseLapRLS ({args.method}, {label}: gamma_A {est.gamma_A_:g}, gamma_I "
               f"{est.gamma_I_:g}; selection {cost['seconds']:.1f} s) | {est.n_basis_} | "
               f"{fit_s:.1f} | {s_test:.2f} | {s_unl:.2f} | {blocks.n_rows / wall_s:.0f} | "
               f"{wall / wall_s:.1f} | {cpu_s:.2f} | {cpu / max(cpu_s, 1e-9):.1f} |", flush=True)
@@ -274,7 +276,7 @@ def throughput(args):
                       f"{s_test:.2f} | {s_unl:.2f} | {Xte.shape[0] / wall_s:.0f} | "
                       f"{wall / wall_s:.1f} | {cpu_s:.2f} | {cpu / max(cpu_s, 1e-9):.1f} |",
                       flush=True)
-                if args.method == "laprls":
+                if args.method in ("laprls", "slack"):
                     auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu)
             print(f"load at the end {os.getloadavg()[0]:.1f}")
 

@@ -187,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="TSVM label pairs switched per round (svmlin -S; default: all)")
     fit.add_argument("--gamma-A", dest="gamma_A", type=_number_or_auto, metavar="GAMMA_A",
                      help="ambient-norm weight gamma_A (svmlin -W; default 1e-3 for the linear "
-                          "methods); 'auto' (sparse with --method laprls): chosen with gamma_I "
-                          "by leave-one-out on the labeled rows")
+                          "methods); 'auto' (sparse with --method laprls or slack): chosen with "
+                          "gamma_I by leave-one-out on the labeled rows")
     fit.add_argument("--gamma-I", dest="gamma_I", type=_number_or_auto, metavar="GAMMA_I",
                      help="laprls/lapsvm/linlaprls/linlapsvm/transduction: graph term weight "
                           "gamma_I of the thesis, scaled by --graph-normalization (by default "

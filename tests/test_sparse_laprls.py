@@ -315,18 +315,21 @@ def test_bad_input_is_refused_before_any_work(client, monkeypatch, change, messa
         SparseLapRLS(kernel_params=KP, **change).fit(X, y)
 
 
-def test_gamma_I_auto_keeps_the_supervised_candidate_and_the_shared_rule(client):
+@pytest.mark.parametrize("method, criterion", [("slack", "loo"), ("decoupled", "cv")])
+def test_gamma_I_auto_keeps_the_supervised_candidate_and_the_shared_rule(client, method,
+                                                                         criterion):
     X, y, graph = problem(client, n=60, n_labeled=24)
-    est = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    est = SparseLapRLS(n_basis=10, method=method, kernel_params=KP,
+                       random_state=0).fit(X, y, graph=graph)
     rows = est.selection_
     assert rows[0]["gamma_I"] == 0.0 and [r["gamma_I"] for r in rows] == list(AUTO_GAMMA_I)
     assert sum(r["chosen"] for r in rows) == 1
     assert est.gamma_I_ == next(r["gamma_I"] for r in rows if r["chosen"])
-    assert all(r["criterion"] == "cv" for r in rows)
+    assert all(r["criterion"] == criterion for r in rows)
     few = problem(client, n=60, n_labeled=4)[1]
     with pytest.warns(SelectionWarning):
-        lone = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, few,
-                                                                                graph=graph)
+        lone = SparseLapRLS(n_basis=10, method=method, kernel_params=KP,
+                            random_state=0).fit(X, few, graph=graph)
     assert lone.gamma_I_ == 1e4 and lone.selection_ == []
 
 
@@ -462,43 +465,69 @@ def test_laprls_leave_one_out_on_the_basis_equals_refits_without_each_row(client
             np.testing.assert_allclose(loo[pos], KNJ[i] @ beta, rtol=1e-8, atol=1e-8)
 
 
-def test_laprls_auto_keeps_the_supervised_fit_where_labels_ignore_the_clusters(client):
+@pytest.mark.parametrize("g", [0.0, 3.0])
+def test_slack_leave_one_out_on_the_basis_equals_refits_without_each_row(client, g):
+    from dask_ssl.models._sparse_selection import slack_loo_outputs
+
+    X, y, graph = problem(client, n=40, n_labeled=10, n_classes=3)
+    M = regularizer_matrix(graph, normalized=True, p=1, sparse=True)
+    K = np.exp(-4.0 * ((X[:, None, :] - X[None]) ** 2).sum(-1))
+    J = np.array([1, 5, 9, 14, 22, 30, 37])
+    lab = y >= 0
+    Ybar = np.where(lab[:, None], np.where(y[:, None] == np.arange(3), 1.0, -1.0), 0.0)
+    L = np.flatnonzero(lab)
+    KNJ, nu = K[:, J], 0.7
+    fsys = solve.FSystem(M, lab + nu, g) if g > 0 else None
+    loo = slack_loo_outputs(KNJ, J, lab, Ybar, fsys, M, nu, [1e-3, 1e-1])
+    for a, held_out in zip((1e-3, 1e-1), loo):
+        for pos, i in enumerate(L):
+            keep = lab.copy()
+            keep[i] = False
+            quad = solve.slack_quadratic(solve.FSystem(M, keep + nu, g), Ybar * keep[:, None],
+                                         a, nu, M, keep)
+            beta = solve.fit_on_basis(quad, lambda idx: KNJ, J).beta
+            np.testing.assert_allclose(held_out[pos], KNJ[i] @ beta, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("method", ["laprls", "slack"])
+def test_auto_keeps_the_supervised_fit_where_labels_ignore_the_clusters(client, method):
     # a random linear label over isotropic noise: no cluster for the graph to follow
     rng = np.random.default_rng(3)
     X = rng.standard_normal((200, 5))
     truth = (X @ rng.standard_normal(5) > 0).astype(int)
     y = np.full(200, -1)
     y[:40] = truth[:40]
-    est = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=20, random_state=0,
+    est = SparseLapRLS(method=method, gamma_A="auto", n_basis=20, random_state=0,
                        client=client).fit(X, y)
     chosen = next(r for r in est.selection_ if r["chosen"])
     assert est.gamma_I_ == 0.0 == chosen["gamma_I"] and est.gamma_A_ == chosen["gamma_A"]
     assert {r["criterion"] for r in est.selection_} == {"loo"}
     assert len(est.selection_) == 7 * len(AUTO_GAMMA_I)
-    # the fit is the supervised sparse RLS on the same basis at the chosen gamma_A
-    sup = SparseLapRLS(method="laprls", basis=est.basis_, gamma_A=est.gamma_A_, gamma_I=0.0,
+    # the fit is the supervised sparse model on the same basis at the chosen gamma_A
+    sup = SparseLapRLS(method=method, basis=est.basis_, gamma_A=est.gamma_A_, gamma_I=0.0,
                        client=client).fit(X, y, graph=est.graph_)
     np.testing.assert_allclose(est.dual_coef_, sup.dual_coef_, rtol=1e-8, atol=1e-10)
     assert est.selection_cost_["seconds"] > 0
 
 
-def test_laprls_auto_on_two_moons_with_five_labels_a_class(client):
+@pytest.mark.parametrize("method", ["laprls", "slack"])
+def test_auto_on_two_moons_with_five_labels_a_class(client, method):
     # LapRLS's own check (tests/test_manifold_selection.py) at a twentieth of the rows
     X, y = two_moons(n=1000, noise=0.1, seed=0)
     y = (y > 0).astype(int)
     train = labels_per_class(y, 5, seed=1)
-    est = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=0.05, random_state=0,
+    est = SparseLapRLS(method=method, gamma_A="auto", n_basis=0.05, random_state=0,
                        client=client).fit(X, train)
     assert est.gamma_I_ > 0 and est.n_basis_ == 50
     hidden = train == -1
     assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
     # the chosen row is the fit: the same setting given by hand on the same basis
-    fixed = SparseLapRLS(method="laprls", basis=est.basis_, gamma_A=est.gamma_A_,
+    fixed = SparseLapRLS(method=method, basis=est.basis_, gamma_A=est.gamma_A_,
                          gamma_I=est.gamma_I_, client=client).fit(X, train, graph=est.graph_)
     np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-8, atol=1e-10)
 
 
-def test_laprls_auto_is_stored_and_refused_for_other_methods(client, tmp_path):
+def test_auto_gamma_A_is_stored_and_refused_for_other_methods(client, tmp_path):
     X, y, graph = problem(client, n=60, n_labeled=24)
     est = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=10, kernel_params=KP,
                        random_state=0).fit(X, y, graph=graph)
@@ -515,8 +544,10 @@ def test_laprls_auto_is_stored_and_refused_for_other_methods(client, tmp_path):
     del doc["gamma_A_"]
     (tmp_path / "old" / "model.json").write_text(json.dumps(doc))
     assert load_model(tmp_path / "old").gamma_A_ == 1e-3
-    with pytest.raises(ValueError, match="gamma_A='auto'"):
-        SparseLapRLS(gamma_A="auto", kernel_params=KP).fit(X, y, graph=graph)
+    for method in ("decoupled", "sigmoid"):
+        with pytest.raises(ValueError, match="gamma_A='auto'"):
+            SparseLapRLS(gamma_A="auto", method=method, kernel_params=KP).fit(X, y,
+                                                                              graph=graph)
     few = problem(client, n=60, n_labeled=4)[1]
     with pytest.warns(SelectionWarning, match="gamma_A and gamma_I"):
         lone = SparseLapRLS(method="laprls", gamma_A="auto", n_basis=10, kernel_params=KP,

@@ -118,7 +118,7 @@ OVERRIDES = {
     ("KernelDAS3VM", "loss"): "DA(l2) and DA(sqr) of thesis ch. 3",
     ("BranchAndBoundS3VM", "loss"): "the losses of thesis ch. 3",
     ("SparseLapRLS", "solver"): "f-systems by a sparse LU on the driver or block CG on the workers",
-    ("SparseLapRLS", "gamma_A"): "'auto' selects it with gamma_I by leave-one-out (laprls)",
+    ("SparseLapRLS", "gamma_A"): "'auto' selects it with gamma_I by leave-one-out (laprls, slack)",
     ("SparseEigenfunctionClassifier", "n_components"): "None: the exact eigenvectors of K",
     ("SparseEigenfunctionClassifier", "gamma_S"): "'auto' chosen against kernel RLS",
 }

@@ -59,6 +59,8 @@ from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
 
 BASES = ("greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled", "sigmoid")
+#: The methods whose "auto" settings are scored by exact leave-one-out on one basis.
+ON_BASIS = ("laprls", "slack")
 SOLVERS = ("direct", "graph")
 #: Where SparseLapRLS narrows the shared constraints: its own solvers.
 _OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))],
@@ -142,26 +144,31 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         kappa, candidates scored per greedy step.
     gamma_A : float or "auto", default 1e-6
         gamma_A, weight of the ambient norm ``beta^T K_JJ beta`` (LapRLS's units; the thesis'
-        ch. 5 gamma_A is ``l gamma_A``). ``"auto"`` (``method="laprls"`` only) chooses it among
-        :data:`~dask_ssl.models._sparse_selection.AUTO_GAMMA_A` by exact leave-one-out on the
-        labeled rows, with ``gamma_I`` (see ``gamma_I``); the value used is ``gamma_A_``.
+        ch. 5 gamma_A is ``l gamma_A``). ``"auto"`` (``method="laprls"`` or ``"slack"``)
+        chooses it among :data:`~dask_ssl.models._sparse_selection.AUTO_GAMMA_A` by exact
+        leave-one-out on the labeled rows, with ``gamma_I`` (see ``gamma_I``); the value used
+        is ``gamma_A_``. The ridge a basis needs grows with its size against the labels: with
+        many more basis functions than labeled rows a tiny ``gamma_A`` lets the expansion
+        fit the labels exactly.
     gamma_I : float or "auto", default "auto"
         gamma_I, weight of the graph term before ``graph_normalization`` (the thesis' ch. 5
         gamma_I is ``l gamma_I_eff``, the weight GraphTransduction's system carries). 0 is
         the supervised fit on the basis (for ``"decoupled"`` too: without a graph term there
         is nothing to propagate). ``"auto"`` chooses among LapRLS's ``AUTO_GAMMA_I`` (0
-        first) by 4-fold cross-validation on the labeled rows, refitting the whole method
-        (basis included) in each fold, the held-out rows staying in the graph unlabeled, and
-        the shared rule of :mod:`dask_ssl.models._selection` (a graph candidate replaces the
-        supervised one only when it errs less and its paired gain in held-out squared
-        residual exceeds its noise); with fewer than 5 labeled rows in a class it is the
-        seeds' 1e4, with a :class:`~dask_ssl.models._selection.SelectionWarning`. The value
-        used is ``gamma_I_``; the candidates are in ``selection_``. With ``method="laprls"``
-        the basis is chosen once instead, at the seeds' 1e4 (and ``gamma_A`` given, or 1e-6
-        for ``"auto"``), and every ``(gamma_A, gamma_I)`` candidate is scored on it by exact
-        leave-one-out over the labeled rows, closed form for the ``d x d`` system of the
-        restricted problem (:mod:`dask_ssl.models._sparse_selection`); the coefficients on
-        that basis are then refitted at the chosen setting.
+        first) on the labeled rows by the shared rule of :mod:`dask_ssl.models._selection`
+        (a graph candidate replaces the supervised one only when it errs less and a paired
+        test over the labeled rows finds it better beyond the noise); with fewer than 5
+        labeled rows in a class it is the seeds' 1e4, with a
+        :class:`~dask_ssl.models._selection.SelectionWarning`. The value used is
+        ``gamma_I_``; the candidates are in ``selection_``. With ``method="laprls"`` or
+        ``"slack"`` the basis is chosen once, at the seeds' 1e4 (and ``gamma_A`` given, or
+        1e-6 for ``"auto"``), and every ``(gamma_A, gamma_I)`` candidate is scored on it by
+        exact leave-one-out over the labeled rows, closed form through the ``d x d`` system
+        of the method on that basis (for the slack method, ``f`` refitted on every row too;
+        :mod:`dask_ssl.models._sparse_selection`); the coefficients on that basis are then
+        refitted at the chosen setting. With ``"decoupled"`` and ``"sigmoid"`` it is 4-fold
+        cross-validation on the labeled rows, refitting the whole method (basis included) in
+        each fold, the held-out rows staying in the graph unlabeled.
     nu : float, default 1.0
         nu, the slack coupling (Eq 5.7): the weight of ``||f - K_NJ beta||^2`` relative to the
         labeled squared loss (``nu/2`` against ``1/2`` in the thesis' units). ``nu -> inf``
@@ -242,11 +249,11 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         sigmoid method (the most over the class columns); 1 otherwise (one exact solve on the
         final basis).
     selection_ : list of dict
-        With ``gamma_I="auto"`` and enough labels: per candidate its ``gamma_I``, held-out
-        ``errors``, ``error``, ``stderr``, ``squared`` residual, ``chosen`` and
-        ``criterion="cv"`` (:func:`dask_ssl.models._selection.table`); with
-        ``method="laprls"`` and an ``"auto"`` setting, its ``gamma_A`` and ``gamma_I`` with
-        ``criterion="loo"``; empty otherwise.
+        With an ``"auto"`` setting and enough labels: per candidate its settings, held-out
+        ``errors``, ``error``, ``stderr``, ``squared`` residual, ``passed``, ``chosen``
+        (:func:`dask_ssl.models._selection.table`) and the ``criterion``: ``"loo"`` with its
+        ``gamma_A`` and ``gamma_I`` for ``method="laprls"`` / ``"slack"``, ``"cv"`` with its
+        ``gamma_I`` otherwise; empty otherwise.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -300,9 +307,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         """Every hyperparameter against its declared constraint, then the kernel and graph
         settings together; first in ``fit``, before any work."""
         validate(self)
-        if self.gamma_A == "auto" and self.method != "laprls":
+        if self.gamma_A == "auto" and self.method not in ON_BASIS:
             raise ValueError(f"gamma_A='auto' is chosen by leave-one-out on the basis, which "
-                             f"method='laprls' has in closed form; method={self.method!r} "
+                             f"methods {ON_BASIS} have in closed form; method={self.method!r} "
                              "takes a number")
         check_kernel(self.kernel, self.kernel_params)
         check_graph_combination(self)
@@ -376,7 +383,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
         try:
             with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
-                if self.method == "laprls" and "auto" in (self.gamma_A, self.gamma_I):
+                if self.method in ON_BASIS and "auto" in (self.gamma_A, self.gamma_I):
                     gamma_A, gamma_I, selection, out = self._select_on_basis(
                         problem, Ybar, labeled, unit)
                 else:
@@ -419,7 +426,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         return self
 
     def _gamma_I(self, problem, Ybar, labeled, unit):
-        """``(gamma_I, selection_)``: the given value, or with ``"auto"`` the choice among
+        """``(gamma_I, selection_)`` of ``method="decoupled"`` / ``"sigmoid"``: the given
+        value, or with ``"auto"`` the choice among
         :data:`AUTO_GAMMA_I` (0, the supervised model, first) by :data:`CV_FOLDS`-fold
         cross-validation on the labeled rows (the basis chosen again in every fold; a fold's
         held-out rows stay in the graph, unlabeled) and the rule of :mod:`._selection`; with
@@ -452,52 +460,66 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         return AUTO_GAMMA_I[best], selection
 
     def _select_on_basis(self, problem, Ybar, labeled, unit):
-        """``(gamma_A, gamma_I, selection_, fit)`` of ``method="laprls"`` with an ``"auto"``
-        setting: the basis grown (or drawn, or read off the l1 path) once at the pilot setting
-        (the given values, else :data:`~._sparse_selection.PILOT_GAMMA_A` and the seeds'
-        ``gamma_I``), the candidates scored on it by exact leave-one-out
+        """``(gamma_A, gamma_I, selection_, fit)`` of ``method="laprls"`` or ``"slack"`` with
+        an ``"auto"`` setting: the basis grown (or drawn, or read off the l1 path) once at the
+        pilot setting (the given values, else :data:`~._sparse_selection.PILOT_GAMMA_A` and
+        the seeds' ``gamma_I``), the candidates scored on it by exact leave-one-out
         (:mod:`._sparse_selection`), and the coefficients on it refitted at the chosen
         setting; with fewer than 5 labeled rows in a class the pilot fit, with a warning."""
         auto_A, auto_I = self.gamma_A == "auto", self.gamma_I == "auto"
         pilot_A = PILOT_GAMMA_A if auto_A else float(self.gamma_A)
         pilot_I = SEED_GAMMA_I if auto_I else float(self.gamma_I)
-        out = self._solve(problem, pilot_I * unit, Ybar, labeled, gamma_A=pilot_A)
         if not enough_labels(truth_of(Ybar[labeled])):
             warn_unchecked(self, " and ".join(name for name, auto in
                                              (("gamma_A", auto_A), ("gamma_I", auto_I)) if auto))
-            return pilot_A, pilot_I, [], out
-        fit = out["fit"]
+            return pilot_A, pilot_I, [], self._solve(problem, pilot_I * unit, Ybar, labeled,
+                                                     gamma_A=pilot_A)
+        pilot = self._solve(problem, pilot_I * unit, Ybar, labeled, gamma_A=pilot_A,
+                            grow_only=True)
+        fit, slack = pilot["fit"], None
+        if self.method == "slack":
+            def fsystem(g):
+                # the pilot's f-system (its factor, on the direct path) serves its own g
+                if pilot["fsys"] is not None and np.isclose(g, pilot["fsys"].g, rtol=1e-12):
+                    return pilot["fsys"]
+                return self._fsystem(problem, labeled + float(self.nu), g)
+            slack = (float(self.nu), fsystem)
         with selecting():
             gamma_A, gamma_I, selection = select_on_basis(
                 fit.KNJ, fit.basis, problem["M"], labeled, Ybar, unit,
-                AUTO_GAMMA_A if auto_A else (pilot_A,), AUTO_GAMMA_I if auto_I else (pilot_I,))
-        l = int(labeled.sum())
-        quad = solve.laprls_quadratic(problem["M"], labeled, Ybar, l * gamma_A,
-                                      l * gamma_I * unit)
-        refit = solve.fit_on_basis(quad, lambda idx: fit.KNJ, fit.basis)
-        refit.history = fit.history
-        out.update(fit=refit, beta=refit.beta, objective=refit.objective)
+                AUTO_GAMMA_A if auto_A else (pilot_A,), AUTO_GAMMA_I if auto_I else (pilot_I,),
+                slack=slack)
+        out = self._solve(problem, gamma_I * unit, Ybar, labeled, gamma_A=gamma_A, fixed=fit)
+        out["gamma_S"] = pilot["gamma_S"]
         return gamma_A, gamma_I, selection, out
 
-    def _solve(self, problem, weight, Ybar, labeled, gamma_A=None) -> dict:
+    def _fsystem(self, problem, fidelity, g):
+        """The solver of ``(g M + diag(fidelity)) F = B`` for ``solver``."""
+        return solve.FSystem(problem["M"], fidelity, g,
+                             graph=problem["graph"] if self.solver == "graph" else None,
+                             normalized=self.normalized, p=self.p, tol=self.tol)
+
+    def _solve(self, problem, weight, Ybar, labeled, gamma_A=None, *, fixed=None,
+               grow_only=False) -> dict:
         """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
-        (chosen, drawn or given) and its coefficients, ``F`` (slack's f or the transduction
-        scores), the objective per column (thesis units), history and alternations. With
-        ``weight = 0`` the decoupled method has no graph to propagate on: it is then the
-        restricted (supervised) fit, as every method is at ``gamma_I = 0``."""
-        M, graph, columns = problem["M"], problem["graph"], problem["columns"]
+        (chosen, drawn or given; ``fixed``, a :class:`~dask_ssl.solvers.sparse.BasisFit`,
+        keeps its basis and kernel columns) and its coefficients, ``F`` (slack's f or the
+        transduction scores), the objective per column (thesis units), history and
+        alternations. ``grow_only`` stops once the basis is found (the result then also
+        holds the slack method's f-system, ``fsys``). With ``weight = 0`` the decoupled
+        method has no graph to propagate on: it is then the restricted (supervised) fit, as
+        every method is at ``gamma_I = 0``."""
+        M, columns = problem["M"], problem["columns"]
         l = int(labeled.sum())
         gamma_A = float(self.gamma_A if gamma_A is None else gamma_A)
         a, g, nu = l * gamma_A, l * weight, float(self.nu)
         rng = check_random_state(self.random_state)
-        on_workers = dict(graph=graph if self.solver == "graph" else None,
-                          normalized=self.normalized, p=self.p, tol=self.tol)
         method = "laprls" if self.method == "decoupled" and weight == 0 else self.method
         fsys, F = None, None
         if method in ("laprls", "sigmoid"):
             quad = solve.laprls_quadratic(M, labeled, Ybar, a, g)
         elif method == "slack":
-            fsys = solve.FSystem(M, labeled + nu, g, **on_workers)
+            fsys = self._fsystem(problem, labeled + nu, g)
             quad = solve.slack_quadratic(fsys, Ybar, a, nu, M, labeled)
         else:
             # graph transduction, rows of a component without labels held at 0 (as
@@ -506,10 +528,13 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             has_label = np.bincount(diag.labels, weights=labeled,
                                     minlength=diag.n_components) > 0
             fidelity = np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
-            F = solve.FSystem(M, fidelity, g, **on_workers).solve(Ybar)
+            F = self._fsystem(problem, fidelity, g).solve(Ybar)
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d = None, problem["given"], problem["d"]
-        if given is None and self.basis == "greedy":
+        if fixed is not None:
+            fit = solve.fit_on_basis(quad, lambda idx: fixed.KNJ, fixed.basis)
+            fit.history = fixed.history
+        elif given is None and self.basis == "greedy":
             state = None
             if problem["blocks"] is not None:
                 state = BlockState(problem["blocks"], self.kernel, problem["kernel_params"],
@@ -528,6 +553,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                 J, gamma_S = solve.l1_basis(quad, columns, d,
                                             "lasso" if self.basis == "lasso" else "lar")
             fit = solve.fit_on_basis(quad, columns, J)
+        if grow_only:
+            return dict(fit=fit, fsys=fsys, gamma_S=gamma_S)
         # one exact solve on the final basis, unless the alternation runs
         beta, history, n_iter, objective = fit.beta, fit.history, 1, fit.objective
         if method == "slack":
