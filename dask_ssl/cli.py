@@ -229,10 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
                      metavar="MU", help="transduction: the prior's weight mu on the unlabeled "
                                         "rows; 'auto' (the default): chosen on the labeled rows")
     fit.add_argument("--class-balance", dest="class_balance",
-                     help="transduction, comr: labeled (cut the unlabeled rows' scores to the "
-                          "labeled class mix), none, auto (the default; transduction: chosen on "
-                          "the labeled rows, comr: labeled where too few labels left its graph "
-                          "setting unchecked)")
+                     help="transduction, comr, colaprls, colapsvm: labeled (cut the unlabeled "
+                          "rows' scores to the labeled class mix), none, auto (the default; "
+                          "transduction: chosen on the labeled rows, the others: labeled where "
+                          "too few labels left a graph setting unchecked)")
     fit.add_argument("--p", type=int, help="Laplacian methods: power of the graph Laplacian")
     sparse_flags(fit)
     eigenfunction_flags(fit)

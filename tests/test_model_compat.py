@@ -5,16 +5,20 @@ became ``gamma_A``, ``T0`` ``initial_temperature``, ``epsilon`` ``anneal_tol``, 
 S3VMs' losses ``"l2"`` / ``"sqr"`` ``"squared_hinge"`` / ``"squared"`` and the semi-supervised
 default marker ``unlabeled=None`` -1. ``expected.npz`` holds each model's decision values on
 12 rows, computed by that code right after fitting. ``tests/fixtures/models-bbbc9e4`` holds linear
-graph models written before ``gamma_I`` took ``graph_normalization`` there.
+graph models written before ``gamma_I`` took ``graph_normalization`` there;
+``tests/fixtures/models-da83472`` Co-Laplacian models written before their class offsets
+(``class_balance``).
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.models.artifact import load_model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "models-2d7d3ef"
@@ -91,3 +95,37 @@ def test_old_linear_graph_model_reads_in_todays_units_and_refits_the_same(client
     assert refit.gamma_I_ == pytest.approx(model.gamma_I_, rel=1e-12)
     assert [r["gamma_I"] for r in refit.selection_] == pytest.approx(
         [r["gamma_I"] for r in stored["selection_"]], rel=1e-12)
+
+
+#: CoLapRLS / CoLapSVM models written at commit da83472, before ``class_balance`` (``make.py``
+#: there wrote them): 2 labels a class, the seeds' gamma_I unchecked.
+COLAP_FIXTURES = Path(__file__).parent / "fixtures" / "models-da83472"
+COLAP_EXPECTED = np.load(COLAP_FIXTURES / "expected.npz")
+
+
+def test_every_colap_fixture_is_checked():
+    assert sorted(p.name for p in COLAP_FIXTURES.iterdir() if p.is_dir()) == [
+        "CoLapRLS-few", "CoLapSVM-few"]
+
+
+@pytest.mark.parametrize("name", ["CoLapRLS-few", "CoLapSVM-few"])
+def test_old_colap_model_predicts_without_offsets_and_a_refit_cuts(client, name):
+    """The stored model predicts as it did (no offsets); refitted with the parameters it
+    reads as today (``class_balance="auto"``), the views' learners are the same and only the
+    offsets of the unchecked graph term are new."""
+    model = load_model(COLAP_FIXTURES / name)
+    Xs = [COLAP_EXPECTED["V1"], COLAP_EXPECTED["V2"]]
+    assert model.get_params()["class_balance"] == "auto" and model.class_balance_ is None
+    np.testing.assert_array_equal(model.intercept_, np.zeros(3))
+    # the stored arrays; the kernel rows round in the last bits (large coefficients of
+    # gamma_I = 1e4 cancel)
+    np.testing.assert_allclose(model.decision_function(Xs), COLAP_EXPECTED[name], rtol=1e-9,
+                               atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SelectionWarning)
+        refit = type(model)(**{**model.get_params(), "client": client}).fit(
+            Xs, COLAP_EXPECTED["y"])
+    assert refit.class_balance_ == "labeled" and np.any(refit.intercept_ != 0)
+    # a new solve of the same systems (gamma_I = 1e4: conditioned accordingly)
+    np.testing.assert_allclose(np.mean(refit.view_decision_functions(Xs), axis=0),
+                               COLAP_EXPECTED[name], rtol=1e-7, atol=1e-8)

@@ -2,6 +2,7 @@
 single-view estimators and a dense solve with the thesis' combination of Laplacians."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from sklearn.neighbors import kneighbors_graph
 
 from dask_ssl.graph import Graph
 from dask_ssl.models import LapRLS, LapSVM
+from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.multiview import CoLapRLS, CoLapSVM
 from dask_ssl.multiview import colap as colap_module
 
@@ -170,6 +172,9 @@ def test_auto_gamma_I_chooses_between_the_multiview_and_the_own_graph(client):
     ({}, {"Xs": "rows"}, "view 0 has 60 rows but view 1 has 59"),
     ({}, {"Xs": "nan"}, "view 1: .*NaN"),
     ({}, {"graphs": "short"}, "graphs holds 1 graph"),
+    ({"class_balance": "yes"}, {}, "class_balance"),
+    ({"class_balance": [0.2, 0.2]}, {}, "summing to 1"),
+    ({"class_balance": [0.2, 0.3, 0.5]}, {}, "2 positive class shares"),
 ])
 def test_bad_input_is_refused_before_any_work(client, monkeypatch, params, fit_args, match):
     Xs, y, _, graphs, _ = problem(client)
@@ -199,3 +204,49 @@ def Ws_small():
 
 def _no_work(*args, **kwargs):
     raise AssertionError("a graph was built before the input was checked")
+
+
+def _blobs(labels_per_class):
+    """Four blobs of different spreads in 8 features split into two views of 4, 40 rows a
+    blob, ``labels_per_class`` labels a blob."""
+    rng = np.random.default_rng(2)
+    centers = rng.normal(size=(4, 8)) * 3
+    X = np.vstack([centers[c] + s * rng.normal(size=(40, 8))
+                   for c, s in enumerate((0.6, 1.0, 1.4, 2.0))])
+    y = np.repeat(np.arange(4), 40)
+    yl = np.full(y.size, -1)
+    for c in range(4):
+        yl[rng.choice(np.flatnonzero(y == c), labels_per_class, replace=False)] = c
+    return [X[:, :4], X[:, 4:]], y, yl
+
+
+def test_class_balance_undoes_the_collapse_onto_one_class(client):
+    """2 labels a class (the seeds' gamma_I unchecked in every view): the largest combined
+    score leaves a blob out, the scores cut at the labeled shares by one offset per class
+    recover the blobs; "auto" cuts here but not the supervised models (gamma_I = 0) nor a
+    gamma_I the labels chose (5 a class); predict keeps the cut."""
+    Xs, y, yl = _blobs(2)
+    u = yl < 0
+    settings = dict(n_neighbors=10, client=client, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SelectionWarning)
+        raw = CoLapRLS(class_balance=None, **settings).fit(Xs, yl)
+        auto = CoLapRLS(**settings).fit(Xs, yl)
+        supervised = CoLapRLS(gamma_I=0.0, **settings).fit(Xs, yl)  # its RBF width unchecked
+    assert np.mean(raw.transduction_[u] != y[u]) >= 0.2
+    assert np.mean(auto.transduction_[u] != y[u]) <= 0.05
+    assert auto.class_balance_ == "labeled" and raw.class_balance_ is None
+    np.testing.assert_array_equal(raw.intercept_, 0.0)
+    # the views' learners are the same; the offsets act on their combined scores
+    np.testing.assert_allclose(auto.view_decision_functions(Xs),
+                               raw.view_decision_functions(Xs))
+    new = [V[u] + 0.01 for V in Xs]
+    np.testing.assert_allclose(auto.decision_function(new),
+                               raw.decision_function(new) + auto.intercept_)
+    np.testing.assert_array_equal(auto.predict([V[u] for V in Xs]), auto.transduction_[u])
+    assert supervised.class_balance_ is None
+    np.testing.assert_array_equal(supervised.intercept_, 0.0)
+    Xs, y, yl = _blobs(5)
+    chosen = CoLapRLS(**settings).fit(Xs, yl)
+    assert chosen.class_balance_ is None and chosen.selection_[0]
+    np.testing.assert_array_equal(chosen.intercept_, 0.0)

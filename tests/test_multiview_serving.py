@@ -43,8 +43,9 @@ def toy():
 FITTED = {
     "CoRLS": lambda: CoRLS(gamma_A=1e-2, gamma_C=1.0, unlabeled=0),
     "CoLapRLS": lambda: CoLapRLS(gamma_I=1.0, p=1, n_neighbors=5, unlabeled=0),
+    # class offsets to store (the labeled shares)
     "CoLapSVM": lambda: CoLapSVM(gamma_I=1.0, p=1, n_neighbors=5, solver="direct",
-                                 unlabeled=0),
+                                 class_balance="labeled", unlabeled=0),
     "CoMR": lambda: CoMR(gamma_I=1.0, n_neighbors=5, unlabeled=0),
 }
 #: CoRLS's primal models: a weight vector or landmark coefficients per view
@@ -77,6 +78,9 @@ def test_saved_model_predicts_as_the_fitted_one(toy, tmp_path, name):
     back = load_model(tmp_path / "m")
     assert type(back) is type(est)
     assert back.view_names_ == ("moons", "lines") and back.view_features_ == (2, 2)
+    if name == "CoLapSVM":  # the class offsets
+        assert back.class_balance_ == "labeled" and np.any(est.intercept_ != 0)
+        np.testing.assert_array_equal(back.intercept_, est.intercept_)
     if name == "CoMR":  # the graph setting it chose
         assert (back.n_neighbors_, back.p_) == (est.n_neighbors_, est.p_) == (5, est.p_)
         assert est.p_ in (1, 5)

@@ -130,6 +130,7 @@ for _est in ("CoLapRLS", "CoLapSVM"):
     OVERRIDES[(_est, "gamma_I")] = "per view, 'auto' as LapRLS's"
     OVERRIDES[(_est, "p")] = "'auto' as LapRLS's, on the multi-view graph"
     OVERRIDES[(_est, "solver")] = "each view's LapRLS / LapSVM solvers"
+    OVERRIDES[(_est, "class_balance")] = "'auto': 'labeled' for an unchecked graph term"
 OVERRIDES[("CoLapSVM", "loss")] = "the two losses of thesis ch. 2"
 for _est in ("CoRLS", "CoLapRLS", "CoLapSVM"):
     OVERRIDES[(_est, "n_components")] = "None: the exact kernels (or linear features at scale)"

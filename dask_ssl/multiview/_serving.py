@@ -9,7 +9,8 @@ prediction reads:
   ``(n, n_columns)`` slab per view), each view's kernel by name and its parameters.
 - CoLapRLS / CoLapSVM: each view's fitted LapRLS / LapSVM as it stores itself, its arrays under
   ``view{s}_`` and its fitted scalars in ``views[s]`` (its parameters are the estimator's for
-  view ``s``, rebuilt from the stored ones).
+  view ``s``, rebuilt from the stored ones), and the class offsets on the combined scores
+  (``intercept``; a model stored without them has none).
 - CoMR: the training rows side by side and the coefficients, as LapRLS keeps them.
 
 Nothing is pickled; a callable kernel cannot be stored and is refused before anything is
@@ -117,11 +118,11 @@ def colap_info(est) -> dict:
             "combine_": _combine_json(est.combine_), "graph_names_": list(est.graph_names_),
             "view_weights_": np.asarray(est.view_weights_).tolist(),
             "gamma_I_": np.asarray(est.gamma_I_).tolist(), "p_": [int(p) for p in est.p_],
-            "views": views}
+            "class_balance_": _jsonable_balance(est.class_balance_), "views": views}
 
 
 def colap_arrays(est) -> dict:
-    arrays = {"classes": est.classes_}
+    arrays = {"classes": est.classes_, "intercept": est.intercept_}
     for s, learner in enumerate(est.estimators_):
         arrays.update({_prefix(s) + k: v for k, v in learner._fitted_arrays().items()})
     return arrays
@@ -144,6 +145,10 @@ def colap_restore(est, arrays: dict, doc: dict) -> None:
     est.gamma_I_ = np.asarray(doc["gamma_I_"])
     est.p_ = list(doc["p_"])
     est.selection_ = [learner.selection_ for learner in learners]
+    # models stored before the class offsets: none (a zero intercept, no cut)
+    n_columns = 1 if est.classes_.size == 2 else est.classes_.size
+    est.intercept_ = arrays.get("intercept", np.zeros(n_columns))
+    est.class_balance_ = doc.get("class_balance_")
 
 
 # CoMR -----------------------------------------------------------------------------------------

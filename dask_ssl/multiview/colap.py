@@ -17,6 +17,12 @@ on that view's rows with the combined graph given, so the deformed kernel with
 ``gamma_I="auto"`` selection (``gamma_I = 0``, the supervised model, a candidate) apply as they
 are.
 
+Class cut. The prediction is the views' combined one-vs-rest scores plus one offset per class
+(``intercept_``, from ``class_balance``, :mod:`dask_ssl.multiview._balance`): by default only
+where a view's graph term stands at the seeds' setting because the labels were too few to choose
+it, the case in which the largest score can name one class for most rows (as for
+:class:`~dask_ssl.multiview.CoMR`); the views' learners are left as fitted.
+
 Selection. A view whose ``gamma_I`` is ``"auto"`` chooses on the labeled rows among the
 multi-view graph and its own graph alone (the single-view LapRLS / LapSVM, the thesis' ``alpha =
 0`` for view 1), each with every ``gamma_I`` candidate, ``gamma_I = 0`` (the supervised model)
@@ -50,23 +56,27 @@ from sklearn.utils.validation import check_is_fitted
 from ..cluster import get_client
 from ..graph.weights import Graph
 from ..models._clone import SharesClient
-from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
+from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, SHARED, constraints, validate
 from ..models._graph_seam import clip_n_neighbors, estimator_graph
 from ..models._input import encode_labels, to_blocks
 from ..models._pickle import PicklesWithoutGraph
+from ..models._selection import enough_labels
 from ..models._selection_cost import measured_fit
+from ..models.graph_transduction import _class_shares, _is_auto
 from ..models.linear_manifold import LinearLapRLS, LinearLapSVM
 from ..models.manifold import SOLVERS, LapRLS, LapSVM
 from . import _serving
+from ._balance import balance_offsets
 from ._per_view import (PER_VIEW, CombinedViews, check_combine, combined, fit_labels,
-                        labels_of, per_view)
+                        labels_of, per_view, squeeze_columns)
 from .blocks import as_multiview
 from .views import Views, check_views, views_at_predict
 
 #: Where the Co-Laplacian estimators widen the shared constraints: per-view values (gamma_A,
-#: gamma_I, the kernel), LapRLS's "auto" power and its solvers.
+#: gamma_I, the kernel), LapRLS's "auto" power and its solvers, CoMR's "auto" class cut.
 _OVERRIDES = dict(PER_VIEW, gamma_I=[NON_NEGATIVE, AUTO, "array-like"], p=[COUNT, AUTO],
-                  solver=[StrOptions(set(SOLVERS))], n_components=[COUNT, None])
+                  solver=[StrOptions(set(SOLVERS))], n_components=[COUNT, None],
+                  class_balance=[*SHARED["class_balance"], AUTO])
 #: Names of a view's candidate graphs (``graph_names_``).
 MULTIVIEW, OWN = "multiview", "own"
 #: The parameters handed to each view's learner as they are.
@@ -118,8 +128,9 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, CombinedViews, ClassifierM
                  kernel_params=None, n_neighbors=10, metric="euclidean", weights="heat", t=None,
                  symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="auto", tol=1e-6, max_iter=200, early_stopping=True,
-                 search_epsilon=0.1, combine="mean", n_components=None, landmarks="uniform",
-                 unlabeled=-1, client=None, n_blocks=None, random_state=None):
+                 search_epsilon=0.1, combine="mean", class_balance="auto", n_components=None,
+                 landmarks="uniform", unlabeled=-1, client=None, n_blocks=None,
+                 random_state=None):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.view_weights = view_weights
@@ -139,6 +150,7 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, CombinedViews, ClassifierM
         self.early_stopping = early_stopping
         self.search_epsilon = search_epsilon
         self.combine = combine
+        self.class_balance = class_balance
         self.n_components = n_components
         self.landmarks = landmarks
         self.unlabeled = unlabeled
@@ -205,6 +217,9 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, CombinedViews, ClassifierM
             labels = encode_labels(mv.gather_labels(), views.n_rows, mv.unlabeled)
         else:
             labels = fit_labels(self, y, views.n_rows)
+        if not _is_auto(self.class_balance):  # the shares asked for, against the classes
+            classes, codes = labels
+            _class_shares(self.class_balance, codes[codes >= 0], classes.size)
         if graphs is not None:
             if isinstance(graphs, dict):
                 if views.names is None or set(graphs) != set(views.names):
@@ -269,11 +284,40 @@ class _CoLaplacian(SharesClient, PicklesWithoutGraph, CombinedViews, ClassifierM
         self.combine_ = combine
         self.view_names_ = views.names
         self.view_features_ = views.n_features
-        self.n_labeled_ = int((codes >= 0).sum())
-        self.transduction_ = labels_of(classes, combined(
-            [est.decision_function(X) for est, X in zip(learners, views.arrays)], combine))
+        labeled = codes >= 0
+        self.n_labeled_ = int(labeled.sum())
+        F = combined([est.decision_function(X) for est, X in zip(learners, views.arrays)],
+                     combine)
+        # "auto": the cut only where an unchecked graph term shapes the scores (see the
+        # class_balance docstring)
+        self.class_balance_ = (
+            ("labeled" if self._unchecked_graph_term(codes[labeled]) else None)
+            if _is_auto(self.class_balance) else self.class_balance)
+        shares = _class_shares(self.class_balance_, codes[labeled], classes.size)
+        F = np.asarray(F, dtype=float).reshape(len(codes), -1)
+        self.intercept_ = (np.zeros(F.shape[1]) if shares is None
+                           else -balance_offsets(F[~labeled], shares))
+        self.transduction_ = labels_of(classes, squeeze_columns(F + self.intercept_))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _unchecked_graph_term(self, labeled_codes) -> bool:
+        """Whether a view the prediction reads has a graph term (``gamma_I_ > 0``) whose
+        setting was to be chosen (``gamma_I`` or ``p`` "auto") and the labels
+        (``labeled_codes``) were too few to check: the seeds' setting stands with a
+        :class:`~dask_ssl.models._selection.SelectionWarning`."""
+        if enough_labels(labeled_codes):
+            return False
+        read = self.estimators_ if self.combine_ == "mean" else [self.estimators_[self.combine_]]
+        return any(est.gamma_I_ > 0 and (_is_auto(est.gamma_I) or _is_auto(est.p))
+                   for est in read)
+
+    def decision_function(self, Xs):
+        """The prediction's scores: the views' combined (``combine``) plus the class offsets
+        ``intercept_`` of ``class_balance``; shape (m,) for two classes (positive
+        ``classes_[1]``), (m, n_classes) otherwise."""
+        S = super().decision_function(Xs)
+        return S + (self.intercept_[0] if np.ndim(S) == 1 else self.intercept_)
 
     def view_decision_functions(self, Xs) -> list:
         """Each view's ``f_s(x)`` on new rows (views as at fit: a list in order, or a dict by
@@ -347,6 +391,22 @@ _PARAMETERS = """
     combine : "mean", int or str, default "mean"
         The prediction: the mean of the views' outputs, or one view's (index, or name for
         views given as a dict).
+    class_balance : "auto", "labeled", None or array-like of shape (n_classes,), default "auto"
+        Shares the unlabeled rows are cut to, as in :class:`~dask_ssl.multiview.CoMR`: class
+        offsets ``b`` (``intercept_``) on the combined scores, set so that ``argmax_c
+        f_c - b_c`` (the sign with two classes) gives the unlabeled training rows the classes
+        in these shares (``"labeled"``: the labeled rows' shares; an array: in ``classes_``
+        order, positive, summing to 1; :func:`dask_ssl.multiview._balance.balance_offsets`).
+        Why: with few labels a view's graph term at the seeds' ``gamma_I`` puts most of each
+        one-vs-rest column's outputs along the graph's smoothest vector with a coefficient set
+        by where the labeled rows sit, not by the class, and the largest score can name one
+        class for most rows; the cut keeps the columns' differences between rows, which carry
+        the class. None: no offset. ``"auto"``: ``"labeled"`` when a view the prediction reads
+        has a graph term whose setting (``gamma_I`` or ``p`` "auto") the labels were too few
+        to check (it stands with a ``SelectionWarning``), else None: the supervised models
+        have no such common part, and a setting the selection chose already decides well on
+        the labeled rows, where the labeled shares (equal when labels are drawn per class)
+        would be forced on unbalanced classes. The value used is ``class_balance_``.
     unlabeled : scalar, default -1
         Marker of unlabeled rows in ``y``.
     client, n_blocks
@@ -374,6 +434,11 @@ _PARAMETERS = """
         Each view's selection table (empty where nothing was chosen).
     selection_cost_ : dict or None
         As :class:`~dask_ssl.models.LapRLS`'s, summed over the views' selections.
+    class_balance_ : "labeled", None or array-like
+        The ``class_balance`` used (``"auto"`` resolved).
+    intercept_ : ndarray of shape (n_columns,)
+        ``-b``, the class offsets of ``class_balance`` added to the combined scores (zero with
+        None; one column for two classes).
     combine_, view_names_, view_features_, n_labeled_, transduction_, fit_seconds_
         As in :class:`~dask_ssl.multiview.CoRLS`.
 """
@@ -408,16 +473,17 @@ class CoLapSVM(_CoLaplacian):
                  view_weights=None, kernel="rbf", kernel_params=None, n_neighbors=10,
                  metric="euclidean", weights="heat", t=None, symmetrize="max", normalized=True,
                  p="auto", graph_normalization="n2", solver="auto", tol=1e-6, max_iter=200,
-                 early_stopping=True, search_epsilon=0.1, combine="mean", n_components=None,
-                 landmarks="uniform", unlabeled=-1, client=None, n_blocks=None,
-                 random_state=None):
+                 early_stopping=True, search_epsilon=0.1, combine="mean", class_balance="auto",
+                 n_components=None, landmarks="uniform", unlabeled=-1, client=None,
+                 n_blocks=None, random_state=None):
         super().__init__(gamma_A=gamma_A, gamma_I=gamma_I, view_weights=view_weights,
                          kernel=kernel, kernel_params=kernel_params, n_neighbors=n_neighbors,
                          metric=metric, weights=weights, t=t, symmetrize=symmetrize,
                          normalized=normalized, p=p, graph_normalization=graph_normalization,
                          solver=solver, tol=tol, max_iter=max_iter,
                          early_stopping=early_stopping, search_epsilon=search_epsilon,
-                         combine=combine, n_components=n_components, landmarks=landmarks,
+                         combine=combine, class_balance=class_balance,
+                         n_components=n_components, landmarks=landmarks,
                          unlabeled=unlabeled, client=client, n_blocks=n_blocks,
                          random_state=random_state)
         self.loss = loss
