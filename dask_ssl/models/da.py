@@ -228,7 +228,9 @@ class DAS3VM(LinearS3VM):
         identical unlabeled rows share one p, and where the balance splits such a group its
         p stays fractional at any T (KDD99 has thousands of duplicate records).
     max_stages : int, default=200
-        Bound on temperatures (svmlin also bounds its loops).
+        Bound on temperatures (svmlin also bounds its loops). gamma' reaches ``gamma_u`` at
+        stage ``ceil(log(gamma_u / initial_gamma_u) / log(anneal_factor))`` (29 at the
+        defaults); a bound at or below that ends the fit before it does.
     max_inner : int, default=100
         Bound on w-step / p-step alternations per temperature.
     tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
