@@ -27,7 +27,7 @@ EXPECTED = np.load(FIXTURES / "expected.npz")
 #: Parameters each stored document gave under an old name or value, as they read now.
 MAPPED = {
     "DAS3VM": {"gamma_A": 1e-2, "initial_temperature": 5.0, "anneal_tol": 1e-5,
-               "unlabeled": -1},
+               "unlabeled": -1, "initial_gamma_u": None},  # fitted with gamma' fixed
     "L2SVM": {"gamma_A": 1e-2, "unlabeled": None},
     "TSVM": {"gamma_A": 1e-2, "gamma_u": 0.5, "unlabeled": -1},
     "KernelDAS3VM": {"gamma_A": 1e-2, "loss": "squared_hinge", "initial_temperature": 10.0,

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
+from dask_ssl.data.generators import g50c
 from dask_ssl.models import DAS3VM, L2SVM, RLS, TSVM
 
 from . import _reference as ref
+from ._labels import labels_per_class
 
 
 def clusters(n=300, d=5, n_labeled=8, seed=0, r=0.4):
@@ -54,10 +56,11 @@ def whole_fraction(yl, r=0.4):
 
 @pytest.fixture(scope="module")
 def da_half(client, data):
-    """DA at gamma' = 0.5 on 3 blocks (the reference path, balance and entropy, worker counts)."""
+    """The seeds' DA (gamma' = 0.5 from the first stage) on 3 blocks (the reference path,
+    balance and entropy, worker counts)."""
     X, yl, _ = data
     return DAS3VM(gamma_A=1e-2, gamma_u=0.5, pos_fraction=whole_fraction(yl), unlabeled=0,
-                  client=client, n_blocks=3).fit(X, yl)
+                  initial_gamma_u=None, client=client, n_blocks=3).fit(X, yl)
 
 
 def test_tsvm_objective_path_matches_numpy_reference(tsvm_half, data):
@@ -197,7 +200,8 @@ def test_worker_count_does_not_change_result(data, tsvm_half, da_half):
             assert TSVM(client=other, n_blocks=3, pos_fraction=0.4, **common).fit(X, yl) \
                 .objective_ == pytest.approx(expected_t, rel=1e-9)
             assert DAS3VM(client=other, n_blocks=3, pos_fraction=whole_fraction(yl),
-                          **common).fit(X, yl).objective_ == pytest.approx(expected_d, rel=1e-8)
+                          initial_gamma_u=None, **common).fit(X, yl).objective_ \
+                == pytest.approx(expected_d, rel=1e-8)
 
 
 @pytest.mark.parametrize("cls", [TSVM, DAS3VM])
@@ -262,7 +266,7 @@ def test_blocks_of_repeated_rows_give_the_plain_result(client, cls):
     if cls is not RLS:
         params.update(gamma_u=0.5, pos_fraction=0.4)
     if cls is DAS3VM:
-        params["initial_temperature"] = 0.4
+        params.update(initial_temperature=0.4, initial_gamma_u=None)
     weights = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])  # copies' costs differ
     fit = {"sample_weight": weights} if cls is RLS else {}
     if cls is RLS:
@@ -283,3 +287,24 @@ def test_blocks_of_repeated_rows_give_the_plain_result(client, cls):
     np.testing.assert_allclose(compressed.coef_, plain.coef_, rtol=1e-7, atol=1e-10)
     if cls is not RLS:
         np.testing.assert_array_equal(compressed.transduction_, plain.transduction_)
+
+
+def test_da_raising_gamma_u_escapes_the_fixed_weights_minimum(client):
+    """g50c, where the seeds' DA (gamma' = 1 from the first stage) hardens p around a w turned
+    away from the clusters: raising gamma' along the annealing from 1e-5 reaches a lower
+    TSVM objective at the same gamma' and errs less than the L2-SVM on the same labels."""
+    X, y = g50c(n=600, bayes_error=0.05, seed=1)
+    y = (y > 0).astype(int)
+    yl = labels_per_class(y, 20, 1)
+    unl = yl < 0
+    ramped = DAS3VM(initial_gamma_u=1e-5, client=client).fit(X, yl)
+    fixed = DAS3VM(initial_gamma_u=None, client=client).fit(X, yl)
+    svm = L2SVM(unlabeled=-1, client=client).fit(X, yl)
+    assert ramped.objective_ < fixed.objective_
+    assert np.mean(ramped.predict(X)[unl] != y[unl]) < np.mean(svm.predict(X)[unl] != y[unl])
+    # the schedule: 1e-5 times 1.5 per stage up to 1, which the last stages run at
+    weights = [h["gamma_u"] for h in ramped.history_]
+    np.testing.assert_allclose(weights, np.minimum(1.0, 1e-5 * 1.5 ** np.arange(len(weights))))
+    assert weights[-1] == 1.0
+    assert ramped.history_[-1]["entropy"] < unl.sum() * 1e-6
+    assert all(h["gamma_u"] == 1.0 for h in fixed.history_)

@@ -52,6 +52,7 @@ SHARED = {
     "combine": [Interval(Integral, 0, None, closed="left"), str],
     # deterministic annealing
     "initial_temperature": [POSITIVE],
+    "initial_gamma_u": [POSITIVE, None],
     "anneal_factor": [Interval(Real, 1, None, closed="neither")],
     "anneal_tol": [POSITIVE],
     "max_stages": [COUNT],

@@ -6,8 +6,8 @@ the supervised L2-SVM (kernel L2-SVM or kernel RLS) on the labeled rows, so wher
 rows do not help (their clusters do not follow the labels), the labels say so. The largest
 candidate is the seeds' 1 (svmlin's default ``-U 1``); below it, one step per decade down to
 0.01. A small weight already follows the clusters where they hold (g50c, 40 labels: TSVM's
-error falls from 18% at 0 to 10% at 0.01 and at 1, DA's to 7.5% at 0.01 while it rises to 35%
-at 1), and stays near the supervised fit where they do not. Each further candidate costs every
+error falls from 18% at 0 to 10% at 0.01 and at 1, DA's with gamma' fixed through its
+annealing to 7.5% at 0.01 while it rises to 35% at 1, which DA's rising gamma' avoids), and stays near the supervised fit where they do not. Each further candidate costs every
 fold another fit (DA: another annealing) and gives the best of them more chances to win by luck.
 
 Each labeled row is held out once: the labeled rows of each class are dealt to

@@ -23,6 +23,10 @@ RENAMED_VALUES = {"loss": {"l2": "squared_hinge", "sqr": "squared"}}
 #: Old workflow keys outside the estimator's parameters: (section, key) -> the key now.
 RENAMED_KEYS = {("graph", "seed"): "random_state"}
 
+#: Hyperparameters added after models were stored, per estimator: name -> the value that
+#: reproduces what a model stored without it was fitted with (its behaviour then).
+ADDED_PARAMS = {"DAS3VM": {"initial_gamma_u": None}}  # gamma' fixed from the first stage
+
 #: Estimators that took ``gamma_I`` as the graph term's coefficient itself (the linear paper's
 #: convention) before they took ``graph_normalization``.
 GRAPH_WEIGHT_AS_GIVEN = ("LinearLapRLS", "LinearLapSVM")
@@ -44,7 +48,8 @@ def upgrade_params(cls, params: dict) -> dict:
     """Stored parameters of ``cls`` under the names and values it takes now.
 
     A semi-supervised estimator stored with ``unlabeled=None`` (its old default, which meant
-    -1 for a y passed in) gets today's default.
+    -1 for a y passed in) gets today's default; one stored before a hyperparameter of
+    :data:`ADDED_PARAMS` existed gets the value it was fitted with.
     """
     out = {}
     defaults = _params(cls)
@@ -53,6 +58,8 @@ def upgrade_params(cls, params: dict) -> dict:
         out[name] = renamed_value(name, value) or value
     if out.get("unlabeled", 0) is None and defaults.get("unlabeled") is not None:
         out["unlabeled"] = defaults["unlabeled"]
+    for name, value in ADDED_PARAMS.get(cls.__name__, {}).items():
+        out.setdefault(name, value)
     return out
 
 

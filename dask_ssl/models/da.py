@@ -99,6 +99,11 @@ def _balance_windows(values, counts, below_count, nus, below, above, T):
     return sums, slopes
 
 
+def ws_set_unlabeled_cost(i, X, token, cu):
+    """Costs of a block's rows at the unlabeled cost ``cu`` of a new stage (p unchanged)."""
+    _set_costs(workerstate.get(token, i), cu)
+
+
 def ws_balance(i, X, token, nus, T):
     """``sum_j p_j(nu)`` and its derivative in nu at each candidate nu."""
     return _balance(workerstate.get(token, i)["g_levels"], nus, T)
@@ -187,6 +192,17 @@ class DAS3VM(LinearS3VM):
     + T/(2u) sum [p_j log p_j + (1-p_j) log(1-p_j)]`` subject to ``mean(p) = pos_fraction``,
     and returns the w with the lowest TSVM objective seen along the path.
 
+    gamma' is raised to ``gamma_u`` along the annealing, as TSVM raises it (thesis 6.3): stage
+    k runs at ``min(gamma_u, initial_gamma_u * anneal_factor**k)``, and annealing ends only
+    once it has reached ``gamma_u``. Why: while T is high, p stays near r and the unlabeled
+    term is about ``gamma_u/(2u) sum (1 + o_j^2)``, a ridge on the unlabeled outputs. At the
+    full gamma_u it outweighs the labels and turns w away from the directions in which the
+    unlabeled rows spread most, which on cluster data are the ones that separate the classes;
+    p then hardens around that w, a poor local minimum (g50c: a higher TSVM objective and a
+    higher error than TSVM's, or than the L2-SVM on the labels alone). With a small gamma'
+    while p hardens, w starts from the labels' direction and p from the clusters' sides.
+    ``initial_gamma_u=None`` runs the seeds' schedule (gamma' fixed at ``gamma_u``).
+
     Parameters
     ----------
     gamma_A : float, default=1e-3
@@ -200,6 +216,10 @@ class DAS3VM(LinearS3VM):
         constraint uses ``round(r u) / u`` so that the entropy stopping rule can be met.
     initial_temperature : float, default=10
         Starting temperature.
+    initial_gamma_u : float or None, default=1e-5
+        gamma' of the first stage (TSVM's gamma'_0), multiplied by ``anneal_factor`` per stage
+        up to ``gamma_u``; None: ``gamma_u`` from the first stage (the seeds' DA, svmlin
+        ``-A 3``).
     anneal_factor : float, default=1.5
         R: T is divided by it after every stage.
     anneal_tol : float, default=1e-6
@@ -208,7 +228,9 @@ class DAS3VM(LinearS3VM):
         identical unlabeled rows share one p, and where the balance splits such a group its
         p stays fractional at any T (KDD99 has thousands of duplicate records).
     max_stages : int, default=200
-        Bound on temperatures (svmlin also bounds its loops).
+        Bound on temperatures (svmlin also bounds its loops). gamma' reaches ``gamma_u`` at
+        stage ``ceil(log(gamma_u / initial_gamma_u) / log(anneal_factor))`` (29 at the
+        defaults); a bound at or below that ends the fit before it does.
     max_inner : int, default=100
         Bound on w-step / p-step alternations per temperature.
     tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
@@ -225,14 +247,16 @@ class DAS3VM(LinearS3VM):
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, initial_temperature=10.0,
-                 anneal_factor=1.5, anneal_tol=1e-6, max_stages=200, max_inner=100, tol=1e-6,
-                 max_iter=100, fit_intercept=True, solver="auto", unlabeled=-1, client=None,
-                 n_blocks=None, checkpoint=None, verbose=False, kernel=None, kernel_params=None,
-                 n_components=100, landmarks="uniform", random_state=None):
+                 initial_gamma_u=1e-5, anneal_factor=1.5, anneal_tol=1e-6, max_stages=200,
+                 max_inner=100, tol=1e-6, max_iter=100, fit_intercept=True, solver="auto",
+                 unlabeled=-1, client=None, n_blocks=None, checkpoint=None, verbose=False,
+                 kernel=None, kernel_params=None, n_components=100, landmarks="uniform",
+                 random_state=None):
         self.gamma_A = gamma_A
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
         self.initial_temperature = initial_temperature
+        self.initial_gamma_u = initial_gamma_u
         self.anneal_factor = anneal_factor
         self.anneal_tol = anneal_tol
         self.max_stages = max_stages
@@ -292,7 +316,7 @@ class DADriver:
         if not 0.0 < self.r < 1.0:
             raise ValueError(f"pos_fraction {r} gives {round(r * self.u)} of {self.u} unlabeled "
                              "rows positive; both classes need at least one")
-        self.cu = gamma_u / self.u
+        self.target = gamma_u
         self.solver = est._solver(blocks, token)
         self.w = None
         self.stage = 0
@@ -301,19 +325,34 @@ class DADriver:
         self.best = (np.inf, None)
         self.history = []
         self.done = False
+        self._stage_weight()
+
+    def _stage_weight(self):
+        """gamma' of the current stage (see :class:`DAS3VM`) and the unlabeled cost it gives."""
+        start = self.est.initial_gamma_u
+        g = self.target
+        if start is not None:
+            g = min(g, start * self.est.anneal_factor ** self.stage)
+        self.gamma_u = g
+        self.cu = g / self.u
 
     def run_stage(self):
         t0 = time.perf_counter()
         # The Gram matrix carries over from the last stage (a stage rerun after a lost worker
         # starts from a full build instead: the same objective up to round-off).
         est = self.est
+        previous = self.cu
+        self._stage_weight()
+        if self.cu != previous:
+            self.blocks.call(ws_set_unlabeled_cost, self.token, self.cu)
         inner = 0
         while True:
             nus = self.nu + self.T * NU_OFFSETS
             res = self.solver.solve(self.w, est.gamma_A,
                                     epilogue=(epi_gaps, self.gamma_u, nus, self.T))
             self.w = res.w
-            objective = tsvm_objective(res.w, est.gamma_A, self.gamma_u, self.u,
+            # the objective the path is judged by is the one at the full gamma_u
+            objective = tsvm_objective(res.w, est.gamma_A, self.target, self.u,
                                        [e[3] for e in res.extra])
             if objective < self.best[0]:
                 self.best = (objective, res.w.copy())
@@ -330,15 +369,16 @@ class DADriver:
             inner += 1
             if kl < self.u * est.anneal_tol or inner >= est.max_inner:
                 break
-        record = {"stage": self.stage, "T": self.T, "objective": objective, "entropy": entropy,
-                  "kl": kl, "inner": inner, "mean_p": sum(p[2] for p in parts) / self.u,
-                  "seconds": time.perf_counter() - t0,
+        record = {"stage": self.stage, "gamma_u": self.gamma_u, "T": self.T,
+                  "objective": objective, "entropy": entropy, "kl": kl, "inner": inner,
+                  "mean_p": sum(p[2] for p in parts) / self.u, "seconds": time.perf_counter() - t0,
                   "round_trips": self.blocks.round_trips, "bytes": self.blocks.bytes_moved}
         stalled = bool(self.history) and (abs(self.history[-1]["entropy"] - entropy)
                                           < self.u * est.anneal_tol)
         self.history.append(record)
         self.stage += 1
-        if entropy < self.u * est.anneal_tol or stalled or self.stage >= est.max_stages:
+        hardened = self.gamma_u >= self.target and (entropy < self.u * est.anneal_tol or stalled)
+        if hardened or self.stage >= est.max_stages:
             self.done = True
         else:
             self.T /= est.anneal_factor
@@ -362,6 +402,7 @@ class DADriver:
         self.nu = doc["nu"]
         self.done = doc["done"]
         self.history = list(doc["history"])
+        self._stage_weight()
         self.w = arrays["w"] if arrays["w"].size else None
         self.best = (doc["best_objective"], arrays["w_best"] if arrays["w_best"].size else None)
         p = arrays["p"] if "p" in arrays else np.where(self.y == 0, self.r, 0.0)
