@@ -275,7 +275,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
             grams = _Grams(lambda kp: kernel_matrix(points, kernel=self.kernel, kernel_params=kp),
-                           kparams)
+                           kparams, make_block=lambda kp, rows: kernel_matrix(
+                               points[rows], kernel=self.kernel, kernel_params=kp))
             grams[0]
         else:
             kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams[0])
@@ -388,19 +389,22 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             warn_unchecked(self, self._unchecked(len(settings), len(grams)))
             settings, grams = settings[:1], grams.first()
             gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
+        MK = {}
         (w, j, gamma_I), fallback, selection = self._select_direct(grams, graphs, settings,
-                                                                   gammas, Y, labeled)
+                                                                   gammas, Y, labeled, MK)
+        # the chosen graph's M K serves the fits that follow; the others' are released
+        MK = MK.get((w, j)) if gamma_I > 0 else None
         setting, M = settings[j]
         weight = self._weight(graphs[setting[0]], gamma_I)
         if gamma_I > 0 and selection and selection[0]["gamma_I"] == 0:
-            if not self._confirm(grams, fallback[0], w, M, weight, Y, labeled, selection):
-                w, weight, gamma_I = fallback[0], 0.0, 0.0
-        out = self._solve_dense(grams[w], M, weight, Y, labeled)
+            if not self._confirm(grams, fallback[0], w, M, MK, weight, Y, labeled, selection):
+                w, weight, gamma_I, MK = fallback[0], 0.0, 0.0, None
+        out = self._solve_dense(grams[w], M, weight, Y, labeled, MK=MK)
         out.update(graph_setting=setting, selection=selection, gamma_I_=gamma_I,
                    gamma_I_effective_=weight, kernel_params_=grams.params[w], gram=grams[w])
         return out
 
-    def _select_direct(self, grams, graphs, settings, gammas, Y, labeled):
+    def _select_direct(self, grams, graphs, settings, gammas, Y, labeled, MK):
         """``(chosen, fallback, selection_)``: the candidate width, graph and ``gamma_I`` (as
         ``(width index, setting index, gamma_I)``) by LapRLS's exact leave-one-out outputs on
         the labeled rows (:func:`_loo_outputs`) and the rule of :mod:`._selection`, and the
@@ -409,41 +413,69 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         candidate per width whatever the graph; without it the first graph stands in its
         place. The incumbent, which every other candidate must beat under the rule, is the
         supervised model at the default width: the estimator without its unlabeled rows and
-        without a choice. Per width the Gram matrix is computed once and ``M K`` once per
-        graph, for every ``gamma_I`` tried; the graphs are shared by every width (their heat
-        weights do not depend on the kernel)."""
-        cases = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
-                 for g in gammas if g > 0 or j == 0]
-        if len(cases) == 1:
-            return cases[0], cases[0], []
-        YL = Y[labeled]
-        outputs = []
-        with selecting():
-            for w in range(len(grams)):
-                K, MK = grams[w], {}
-                for _, j, g in (case for case in cases if case[0] == w):
-                    if g > 0 and j not in MK:
-                        MK[j] = settings[j][1] @ K
-                    outputs.append(_loo_outputs(
-                        K, MK.get(j), self._weight(graphs[settings[j][0][0]], g), Y, labeled,
-                        self.gamma_A))
-                del MK
+        without a choice.
+
+        Two stages. The width first, by the rule among the supervised candidates alone (the
+        fallback): their leave-one-out needs the kernel among the labeled rows only, so a
+        width costs no Gram matrix unless it is chosen. Then the graph candidates at that
+        width only: each costs an ``n x n`` LU, and scoring them at every width made the
+        selection several fits long; the width that suits the labels is the scale of the
+        kernel the graph term then deforms. The table holds every width's supervised
+        candidate and every candidate at the chosen width, and the rule chooses among them
+        all. At the chosen width the Gram matrix is computed once and ``M K`` once per graph,
+        for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for the fit); the
+        graphs are shared by every width (their heat weights do not depend on the kernel)."""
+        grid = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
+                for g in gammas if g > 0 or j == 0]
+        if len(grid) == 1:
+            return grid[0], grid[0], []
+        L = np.flatnonzero(labeled)
+        YL = Y[L]
         truth = truth_of(YL)
-        wrong = np.array([truth_of(out) != truth for out in outputs])
-        squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
+        # each width's first candidate: the supervised one where gamma_I = 0 is tried
+        base = [case for case in grid if case[1:] == grid[0][1:]]
+        outputs = {}
+
+        def scores(cases):
+            outs = [outputs[case] for case in cases]
+            return (np.array([truth_of(out) != truth for out in outs]),
+                    np.array([np.sum((YL - out) ** 2, axis=1) for out in outs]))
+
+        with selecting():
+            for case in base:
+                outputs[case] = self._loo_case(grams, graphs, settings, case, Y, labeled, MK)
+            fallback = base[choose(*scores(base), supervised=0)]
+            for case in grid:
+                if case[0] == fallback[0] and case not in outputs:
+                    outputs[case] = self._loo_case(grams, graphs, settings, case, Y, labeled,
+                                                   MK)
+        cases = [case for case in grid if case in outputs]
+        wrong, squared = scores(cases)
         best = choose(wrong, squared, supervised=0)
-        supervised = [i for i, (_, _, g) in enumerate(cases) if g == 0] or [0]
-        fallback = supervised[choose(wrong[supervised], squared[supervised], supervised=0)]
         width = len(grams) > 1
         rows = [{**({"gamma": grams.params[w]["gamma"]} if width else {}),
                  "n_neighbors": None if g == 0 else settings[j][0][0],
                  "p": None if g == 0 else settings[j][0][1], "gamma_I": g} for w, j, g in cases]
-        return cases[best], cases[fallback], table(rows, wrong, squared, best)
+        return cases[best], fallback, table(rows, wrong, squared, best)
 
-    def _confirm(self, grams, w_supervised, w, M, weight, Y, labeled, selection) -> bool:
-        """Whether the chosen graph candidate (width ``w``, graph term ``weight M``) stands
-        against the supervised one of width ``w_supervised`` when checked with this
-        estimator's own loss; LapRLS's leave-one-out already is that check (LapSVM
+    def _loo_case(self, grams, graphs, settings, case, Y, labeled, MK) -> np.ndarray:
+        """LapRLS's leave-one-out outputs of the candidate ``case`` = ``(width index, setting
+        index, gamma_I)``; ``MK`` caches ``M K`` per (width, setting) for the next ``gamma_I``.
+        A supervised candidate reads the kernel among the labeled rows alone."""
+        w, j, g = case
+        if g == 0:
+            L = np.flatnonzero(labeled)
+            return _rls_loo(grams.block(w, L), Y[L], self.gamma_A)
+        K = grams[w]
+        if (w, j) not in MK:
+            MK[(w, j)] = settings[j][1] @ K
+        return _loo_outputs(K, MK[(w, j)], self._weight(graphs[settings[j][0][0]], g), Y,
+                            labeled, self.gamma_A)
+
+    def _confirm(self, grams, w_supervised, w, M, MK, weight, Y, labeled, selection) -> bool:
+        """Whether the chosen graph candidate (width ``w``, graph term ``weight M``, ``MK`` its
+        ``M K``) stands against the supervised one of width ``w_supervised`` when checked with
+        this estimator's own loss; LapRLS's leave-one-out already is that check (LapSVM
         overrides)."""
         return True
 
@@ -541,7 +573,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                             tol=tol, max_iter=self.max_iter, client=blocks.client,
                             early_stopping=bool(self.early_stopping))
 
-    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+    def _solve_dense(self, K, M, weight, Y, labeled, MK=None) -> dict:
         raise NotImplementedError
 
     def _dense_attributes(self, sol, K, M, weight, Y, labeled, *, bias_in_graph) -> dict:
@@ -601,10 +633,19 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
 class _Grams:
     """The kernel of each candidate parameter set (``params``, the default first), made by
     ``make(params)`` when first asked for and kept: the Gram matrix of a width not tried is
-    never computed."""
+    never computed. ``make_block(params, rows)``, where given, makes the kernel among a few
+    rows alone (:meth:`block`)."""
 
-    def __init__(self, make, params: list, made: dict | None = None):
+    def __init__(self, make, params: list, made: dict | None = None, make_block=None):
         self.make, self.params, self._made = make, list(params), dict(made or {})
+        self.make_block = make_block
+
+    def block(self, w: int, rows):
+        """The kernel of width ``w`` among ``rows``: cut from its Gram matrix where that is
+        made, else made for those rows alone (a supervised candidate needs no more)."""
+        if w in self._made or self.make_block is None:
+            return self[w][np.ix_(rows, rows)]
+        return self.make_block(self.params[w], rows)
 
     def __len__(self) -> int:
         return len(self.params)
@@ -616,7 +657,8 @@ class _Grams:
 
     def first(self) -> "_Grams":
         """The default alone (nothing to choose)."""
-        return _Grams(self.make, self.params[:1], {0: self._made[0]} if 0 in self._made else {})
+        return _Grams(self.make, self.params[:1], {0: self._made[0]} if 0 in self._made else {},
+                      self.make_block)
 
     def close(self, keep: int | None = None) -> None:
         """Release every kernel made but ``keep``'s (those holding worker state)."""
@@ -666,8 +708,15 @@ def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
         Z = lu_solve(lu_factor(A, overwrite_a=True), r * MK[:, L])
         Kt = Kt - K[L] @ Z
         Kt = (Kt + Kt.T) * 0.5
+    return _rls_loo(Kt, Y[L], gamma_A)
+
+
+def _rls_loo(Kt, YL, gamma_A) -> np.ndarray:
+    """Kernel RLS's leave-one-out outputs over the labeled rows from their Gram matrix ``Kt``
+    (``l x l``) and ridge ``gamma_A l``: ``y - (y - H y) / (1 - diag H)`` (:func:`_loo_outputs`).
+    """
+    l = Kt.shape[0]
     H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
-    YL = Y[L]
     return YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
 
 
@@ -816,8 +865,8 @@ class LapRLS(_ManifoldClassifier):
     def _loss_values(self, F, Y):
         return (Y - F) ** 2
 
-    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
-        sol = laprls_direct(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight)
+    def _solve_dense(self, K, M, weight, Y, labeled, MK=None) -> dict:
+        sol = laprls_direct(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight, MK=MK)
         return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=False)
 
 
@@ -888,24 +937,32 @@ class LapSVM(_ManifoldClassifier):
         return margin if self.loss == "hinge" else margin ** 2
 
     @selecting()
-    def _confirm(self, grams, w_supervised, w, M, weight, Y, labeled, selection) -> bool:
+    def _confirm(self, grams, w_supervised, w, M, MK, weight, Y, labeled, selection) -> bool:
         """LapRLS's leave-one-out chose the graph candidate (width ``w``); whether it beats the
         supervised SVM (the supervised candidate LapRLS's leave-one-out prefers, width
         ``w_supervised``) is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold
         cross-validation on the labeled rows (both fits on the same folds; the squared hinge
         of the held-out rows is the paired residual; :func:`._graph_weight.confirm`, shared
-        with :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``."""
+        with :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``.
+
+        The supervised fits are solved over the labeled rows alone: without the graph term an
+        unlabeled row's coefficient is 0 (its stationarity condition is ``gamma_A l alpha_i =
+        0``), so the ``l x l`` problem is the same fit at a fraction of its cost. The graph
+        fits share ``MK``, the chosen graph's ``M K``."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
         held_out = [np.empty_like(YL), np.empty_like(YL)]
-        fits = ((grams[w_supervised], 0.0), (grams[w], weight))
+        K_LL, K = grams.block(w_supervised, L), grams[w]
+        no_graph = np.zeros_like(K_LL)
         for f in range(int(fold.max()) + 1):
+            held = fold == f
+            fit = self._solve_dense(K_LL, no_graph, 0.0, YL * ~held[:, None], ~held)
+            held_out[0][held] = K_LL[held] @ fit["dual_coef_"] + fit["intercept_"]
             train = labeled.copy()
-            train[L[fold == f]] = False
-            for j, (K, weight_j) in enumerate(fits):
-                fit = self._solve_dense(K, M, weight_j, Y * train[:, None], train)
-                held_out[j][fold == f] = K[L[fold == f]] @ fit["dual_coef_"] + fit["intercept_"]
+            train[L[held]] = False
+            fit = self._solve_dense(K, M, weight, Y * train[:, None], train, MK=MK)
+            held_out[1][held] = K[L[held]] @ fit["dual_coef_"] + fit["intercept_"]
         graph = chosen_row(selection)
         width = {} if len(grams) == 1 else {"gamma": grams.params[w_supervised]["gamma"]}
         candidates = [{**width, "n_neighbors": None, "p": None, "gamma_I": 0.0},
@@ -914,11 +971,11 @@ class LapSVM(_ManifoldClassifier):
         return confirm(selection, candidates, held_out, YL, self._loss_values,
                        proxy="loo") == 1
 
-    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+    def _solve_dense(self, K, M, weight, Y, labeled, MK=None) -> dict:
         if self.loss == "hinge":
             sol = lapsvm_dual(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight,
-                              tol=self.tol)
+                              tol=self.tol, MK=MK)
             return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=False)
         sol = lapsvm_newton(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight,
-                            tol=self.tol, max_iter=self.max_iter)
+                            tol=self.tol, max_iter=self.max_iter, MK=MK)
         return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=True)

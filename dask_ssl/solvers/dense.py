@@ -33,11 +33,12 @@ class DenseSolution:
     history: list = field(default_factory=list)
 
 
-def laprls_direct(K, M, Y, labeled, *, gamma_A: float, gamma_I: float) -> DenseSolution:
+def laprls_direct(K, M, Y, labeled, *, gamma_A: float, gamma_I: float,
+                  MK=None) -> DenseSolution:
     """LapRLS, Eq 2.12: ``alpha = (J K + gamma_A l I + gamma_I l M K)^-1 Y``, one LU for all
-    columns; no bias."""
+    columns; no bias. ``MK``: ``M K`` where the caller has it (a selection computed it)."""
     n, l = K.shape[0], int(labeled.sum())
-    A = (np.diag(labeled.astype(float)) + (gamma_I * l) * M) @ K
+    A = labeled[:, None] * K + (gamma_I * l) * (M @ K if MK is None else MK)
     A[np.diag_indices(n)] += gamma_A * l
     alpha = lu_solve(lu_factor(A), Y)
     # one factorization solves every column: one iteration in all
@@ -45,15 +46,16 @@ def laprls_direct(K, M, Y, labeled, *, gamma_A: float, gamma_I: float) -> DenseS
 
 
 def lapsvm_dual(K, M, Y, labeled, *, gamma_A: float, gamma_I: float,
-                tol: float) -> DenseSolution:
+                tol: float, MK=None) -> DenseSolution:
     """LapSVM with the hinge loss (Eq 2.19-2.21): the dual is the SVM of the deformed kernel
     on the labeled rows, ``2 gamma_A J K B^-1 J^T`` with ``B = 2 gamma_A I + 2 gamma_I M K``
     (Prop 2.5.2), solved by scikit-learn's ``SVC(kernel="precomputed")`` with
     ``C = 1/(2 gamma_A l)`` (the thesis' beta scaled); then ``alpha = B^-1 J^T Y beta`` with one
-    LU for all columns, and the bias from the KKT conditions (libsvm's)."""
+    LU for all columns, and the bias from the KKT conditions (libsvm's). ``MK``: ``M K``
+    where the caller has it."""
     n, L = K.shape[0], np.flatnonzero(labeled)
     l = L.size
-    B = (2.0 * gamma_I) * (M @ K)
+    B = (2.0 * gamma_I) * (M @ K if MK is None else MK)
     B[np.diag_indices(n)] += 2.0 * gamma_A
     lu = lu_factor(B)
     E = np.zeros((n, l))
@@ -76,15 +78,15 @@ def lapsvm_dual(K, M, Y, labeled, *, gamma_A: float, gamma_I: float,
 
 
 def lapsvm_newton(K, M, Y, labeled, *, gamma_A: float, gamma_I: float, tol: float,
-                  max_iter: int) -> DenseSolution:
+                  max_iter: int, MK=None) -> DenseSolution:
     """LapSVM with the squared hinge and a bias (also in the graph term), by finite Newton with
     an exact line search per column (:func:`_squared_hinge_newton`); ``history`` holds one list
-    of objectives per column."""
+    of objectives per column. ``MK``: ``M K`` where the caller has it."""
     n, l = K.shape[0], int(labeled.sum())
     alpha = np.zeros((n, Y.shape[1]))
     b = np.zeros(Y.shape[1])
     iters, history = [], []
-    MK, M1 = M @ K, M.sum(axis=1)
+    MK, M1 = (M @ K if MK is None else MK), M.sum(axis=1)
     for c in range(Y.shape[1]):
         a, bc, hist = _squared_hinge_newton(K, MK, M1, M, Y[:, c], labeled, l, gamma_A,
                                             gamma_I, max_iter, tol)
