@@ -22,8 +22,9 @@ are mapped to m Nystrom features on the workers and the linear estimators solve 
 objective there (:mod:`._nystrom_manifold`); the model is an expansion over the m landmarks.
 
 Where the RBF width is not given, the direct and primal solvers choose it on the labeled rows
-together with ``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`); the graphs do
-not depend on it (their heat weights have their own width) and are built once.
+with ``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`; the direct solver first
+among the supervised candidates, then the graph candidates at that width); the graphs do not
+depend on it (their heat weights have their own width) and are built once.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
-from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton
+from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton, lapsvm_newton_subsets
 from ._clone import SharesClient
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
@@ -739,10 +740,12 @@ class LapRLS(_ManifoldClassifier):
         the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
         supervised model only when its paired gain in held-out residual exceeds its noise (a
         number of standard errors that grows with the candidates, about 1.6 for the direct
-        solver's ten alternatives at one width, 1.9 for its 32 where the RBF width is chosen
-        too). The direct solver chooses jointly with the "auto" graph settings and the RBF
+        solver's ten alternatives at one width, 1.7 for its twelve where the RBF width is
+        chosen too). The direct solver chooses with the "auto" graph settings and the RBF
         width (``kernel_params``), by LapRLS's exact leave-one-out outputs (through the
-        deformed kernel; the left-out row stays in the graph) and their squared residuals.
+        deformed kernel; the left-out row stays in the graph) and their squared residuals:
+        the width among the supervised candidates first, then the graph candidates at that
+        width (each costs an ``n x n`` factorization).
         The primal solver chooses on the first graph setting by ``CV_FOLDS``-fold
         cross-validation (folds stratified by class, each labeled row held out once), scored
         by the estimator's own loss on the held-out rows; every (fold, candidate, class) is a
@@ -761,14 +764,16 @@ class LapRLS(_ManifoldClassifier):
         with ``gamma_I`` and the graph, by the same criterion and rule, among the default
         sigma, twice the mean distance from a row to its 10 nearest rows
         (:func:`default_rbf_gamma`; unlabeled and labeled rows, no labels), and half and
-        twice that sigma (:func:`~dask_ssl.models._rbf_width.width_candidates`); each width
-        has its supervised candidate (``gamma_I = 0``), and the incumbent every other
-        candidate must beat is the supervised model at the default width, the fit a user
-        gets without unlabeled rows and without a choice. This holds whenever something is
-        chosen, ``gamma_I=0`` given included (kernel RLS with its width chosen). With too
-        few labels, or with ``n_components`` (whose features change with the width, so each
-        width would be a fit of its own), the default width stands. The width used is in
-        ``kernel_params_``, each candidate's in the ``gamma`` column of ``selection_``.
+        twice that sigma (:func:`~dask_ssl.models._rbf_width.width_candidates`; the direct
+        solver chooses it among the supervised candidates and scores the graph candidates at
+        that width only); each width has its supervised candidate (``gamma_I = 0``), and
+        the incumbent every other candidate must beat is the supervised model at the default
+        width, the fit a user gets without unlabeled rows and without a choice. This holds
+        whenever something is chosen, ``gamma_I=0`` given included (kernel RLS with its width
+        chosen). With too few labels, or with ``n_components`` (whose features change with
+        the width, so each width would be a fit of its own), the default width stands. The
+        width used is in ``kernel_params_``, each candidate's in the ``gamma`` column of
+        ``selection_``.
     n_neighbors : int or "auto", default "auto"
         The seeds' nn, k of the kNN graph; at most n - 1 on n rows (with a warning).
         ``"auto"`` (with ``p``): see ``p``.
@@ -841,11 +846,12 @@ class LapRLS(_ManifoldClassifier):
         ``n_neighbors``, ``p``, ``gamma_I``, its
         held-out ``errors`` (count, rate, standard error), ``squared`` residual and whether
         it was ``chosen`` (:func:`dask_ssl.models._selection.table`). On the direct solver
-        they are leave-one-out figures, and LapSVM adds the two rows of its confirmation
-        (``criterion="cv"``); on the primal solver every row is a cross-validation one
-        (``criterion="cv"``, ``squared`` the estimator's own loss); with ``n_components``
-        the linear estimator's table (LapSVM's with the rows of :class:`LinearLapSVM`'s
-        confirmation). Empty when nothing was chosen.
+        they are leave-one-out figures (every width's supervised candidate, the graph
+        candidates at the width chosen among those), and LapSVM adds the two rows of its
+        confirmation (``criterion="cv"``); on the primal solver every row is a
+        cross-validation one (``criterion="cv"``, ``squared`` the estimator's own loss); with
+        ``n_components`` the linear estimator's table (LapSVM's with the rows of
+        :class:`LinearLapSVM`'s confirmation). Empty when nothing was chosen.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -948,21 +954,32 @@ class LapSVM(_ManifoldClassifier):
         The supervised fits are solved over the labeled rows alone: without the graph term an
         unlabeled row's coefficient is 0 (its stationarity condition is ``gamma_A l alpha_i =
         0``), so the ``l x l`` problem is the same fit at a fraction of its cost. The graph
-        fits share ``MK``, the chosen graph's ``M K``."""
+        fits share ``MK``, the chosen graph's ``M K``; with the squared hinge they also share
+        one factorization (:func:`~dask_ssl.solvers.dense.lapsvm_newton_subsets`)."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
+        n_folds = int(fold.max()) + 1
         held_out = [np.empty_like(YL), np.empty_like(YL)]
         K_LL, K = grams.block(w_supervised, L), grams[w]
         no_graph = np.zeros_like(K_LL)
-        for f in range(int(fold.max()) + 1):
+        trains = np.zeros((K.shape[0], n_folds), dtype=bool)
+        for f in range(n_folds):
             held = fold == f
             fit = self._solve_dense(K_LL, no_graph, 0.0, YL * ~held[:, None], ~held)
             held_out[0][held] = K_LL[held] @ fit["dual_coef_"] + fit["intercept_"]
-            train = labeled.copy()
-            train[L[held]] = False
-            fit = self._solve_dense(K, M, weight, Y * train[:, None], train, MK=MK)
-            held_out[1][held] = K[L[held]] @ fit["dual_coef_"] + fit["intercept_"]
+            trains[L[~held], f] = True
+        if self.loss == "squared_hinge":
+            graph_fits = lapsvm_newton_subsets(K, M, Y, trains, gamma_A=self.gamma_A,
+                                               gamma_I=weight, tol=self.tol,
+                                               max_iter=self.max_iter, MK=MK)
+        else:
+            graph_fits = [lapsvm_dual(K, M, Y * trains[:, [f]], trains[:, f],
+                                      gamma_A=self.gamma_A, gamma_I=weight, tol=self.tol, MK=MK)
+                          for f in range(n_folds)]
+        for f, sol in enumerate(graph_fits):
+            held = fold == f
+            held_out[1][held] = K[L[held]] @ sol.alpha + sol.intercept
         graph = chosen_row(selection)
         width = {} if len(grams) == 1 else {"gamma": grams.params[w_supervised]["gamma"]}
         candidates = [{**width, "n_neighbors": None, "p": None, "gamma_I": 0.0},
