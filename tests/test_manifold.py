@@ -18,6 +18,7 @@ from dask_ssl.kernels import DeformedKernel
 from dask_ssl.linalg import RowBlocks
 from dask_ssl.models import ESTIMATORS, LapRLS, LapSVM
 from dask_ssl.models.artifact import load_model, save_model
+from dask_ssl.solvers.dense import lapsvm_newton, lapsvm_newton_subsets
 
 KP = {"gamma": 0.5}
 
@@ -119,6 +120,34 @@ def test_squared_hinge_newton_reaches_the_minimum(client):
     z = np.append(est.dual_coef_[:, 0], est.intercept_[0])
     assert objective(z) <= best.fun + 1e-9
     assert est.objective_ == pytest.approx(objective(z), rel=1e-10)
+
+
+@pytest.mark.parametrize("weight", [1e-4, 1e-1, 10.0])
+def test_squared_hinge_newton_on_subsets_equals_a_fit_per_subset(weight):
+    """One factorization for several sets of labeled rows (LapSVM's cross-validation folds):
+    each subset's outputs and Newton steps are those of its own dense fit, per class column."""
+    X, _ = two_moons(n=120, noise=0.15, seed=0)
+    rng = np.random.default_rng(0)
+    lab = np.zeros(120, dtype=bool)
+    lab[rng.choice(120, 24, replace=False)] = True
+    Y = np.where(np.arange(3) == rng.integers(0, 3, (120, 1)), 1.0, -1.0) * lab[:, None]
+    K = rbf_kernel(X, gamma=2.0)
+    W = kneighbors_graph(X, 6, include_self=False)
+    M = np.linalg.matrix_power(laplacian(W.maximum(W.T).toarray(), normed=True), 2)
+    L = np.flatnonzero(lab)
+    masks = np.zeros((120, 4), dtype=bool)
+    for f in range(4):
+        masks[L[np.arange(24) % 4 != f], f] = True
+    fits = lapsvm_newton_subsets(K, M, Y, masks, gamma_A=1e-3, gamma_I=weight, tol=1e-10,
+                                 max_iter=200)
+    for f, fit in enumerate(fits):
+        own = lapsvm_newton(K, M, Y * masks[:, [f]], masks[:, f], gamma_A=1e-3, gamma_I=weight,
+                            tol=1e-10, max_iter=200)
+        np.testing.assert_allclose(K @ fit.alpha + fit.intercept, K @ own.alpha + own.intercept,
+                                   rtol=1e-8, atol=1e-9)
+        np.testing.assert_array_equal(fit.n_iter, own.n_iter)
+    with pytest.raises(ValueError, match="needs a graph term"):
+        lapsvm_newton_subsets(K, M, Y, masks, gamma_A=1e-3, gamma_I=0.0, tol=1e-10, max_iter=9)
 
 
 @pytest.mark.parametrize("kwargs, fit_graph, message", [

@@ -13,7 +13,7 @@ from sklearn.neighbors import kneighbors_graph
 from dask_ssl.data.generators import two_moons
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import LapRLS, LapSVM
-from dask_ssl.models._selection import SelectionWarning, chosen_row
+from dask_ssl.models._selection import SelectionWarning, choose, chosen_row
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models._rbf_width import default_rbf_gamma, width_candidates
 from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
@@ -46,9 +46,10 @@ def test_leave_one_out_outputs_equal_refits_without_each_labeled_row(weight):
 
 def test_width_candidates_leave_one_out_equals_refits_without_each_labeled_row(client):
     """The direct path's table: per candidate width (the default first, then the others of
-    ``width_candidates``) the supervised model and each gamma_I on the graph; each row's
-    held-out errors and squared residual equal those of dense refits without each labeled row
-    (it stays in the graph as an unlabeled row) at that width."""
+    ``width_candidates``) the supervised model, and each gamma_I on the graph at the width
+    the rule chooses among the supervised rows alone; each row's held-out errors and squared
+    residual equal those of dense refits without each labeled row (it stays in the graph as
+    an unlabeled row) at that width."""
     X, y = two_moons(n=60, noise=0.15, seed=7)
     y = (y > 0).astype(int)
     train = labels_per_class(y, 6, seed=7)
@@ -56,11 +57,15 @@ def test_width_candidates_leave_one_out_equals_refits_without_each_labeled_row(c
     # gamma_A above the seeds' 1e-6 keeps the brute-force solves accurate to 1e-8
     est = LapRLS(gamma_A=1e-3, n_neighbors=6, p=1, client=client, random_state=0).fit(X, train)
     widths = width_candidates(default_rbf_gamma(X))
-    assert [row["gamma"] for row in est.selection_] == [
-        g for g in widths for _ in AUTO_GAMMA_I]
+    supervised = [row for row in est.selection_ if row["gamma_I"] == 0]
+    graph = [row for row in est.selection_ if row["gamma_I"] > 0]
+    assert [row["gamma"] for row in supervised] == widths
+    assert [row["gamma_I"] for row in graph] == [g for g in AUTO_GAMMA_I if g > 0]
+    assert len({row["gamma"] for row in graph}) == 1
     M = regularizer_matrix(est.graph_, normalized=True, p=1)
     Y = np.where(train == 1, 1.0, -1.0)
     gamma_A, l = est.gamma_A, int(labeled.sum())
+    wrong, squared = {}, {}
     for row in est.selection_:
         K = rbf_kernel(X, gamma=row["gamma"])
         weight = row["gamma_I"] / 60 ** 2  # graph_normalization="n2"
@@ -73,6 +78,12 @@ def test_width_candidates_leave_one_out_equals_refits_without_each_labeled_row(c
         out = np.array(out)
         assert row["errors"] == int(np.sum((out > 0) != (Y[labeled] > 0)))
         assert row["squared"] == pytest.approx(np.sum((Y[labeled] - out) ** 2), rel=1e-8)
+        key = (row["gamma"], row["gamma_I"])
+        wrong[key], squared[key] = (out > 0) != (Y[labeled] > 0), (Y[labeled] - out) ** 2
+    # the graph rows are at the width the rule prefers among the supervised rows
+    keys = [(g, 0.0) for g in widths]
+    width = keys[choose([wrong[k] for k in keys], [squared[k] for k in keys])][0]
+    assert graph[0]["gamma"] == width
     chosen = chosen_row(est.selection_)
     assert est.kernel_params_ == {"gamma": chosen["gamma"]} and est.gamma_I_ == chosen["gamma_I"]
 

@@ -22,8 +22,9 @@ are mapped to m Nystrom features on the workers and the linear estimators solve 
 objective there (:mod:`._nystrom_manifold`); the model is an expansion over the m landmarks.
 
 Where the RBF width is not given, the direct and primal solvers choose it on the labeled rows
-together with ``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`); the graphs do
-not depend on it (their heat weights have their own width) and are built once.
+with ``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`; the direct solver first
+among the supervised candidates, then the graph candidates at that width); the graphs do not
+depend on it (their heat weights have their own width) and are built once.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
-from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton
+from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton, lapsvm_newton_subsets
 from ._clone import SharesClient
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
@@ -275,7 +276,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
             grams = _Grams(lambda kp: kernel_matrix(points, kernel=self.kernel, kernel_params=kp),
-                           kparams)
+                           kparams, make_block=lambda kp, rows: kernel_matrix(
+                               points[rows], kernel=self.kernel, kernel_params=kp))
             grams[0]
         else:
             kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams[0])
@@ -388,19 +390,22 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             warn_unchecked(self, self._unchecked(len(settings), len(grams)))
             settings, grams = settings[:1], grams.first()
             gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
+        MK = {}
         (w, j, gamma_I), fallback, selection = self._select_direct(grams, graphs, settings,
-                                                                   gammas, Y, labeled)
+                                                                   gammas, Y, labeled, MK)
+        # the chosen graph's M K serves the fits that follow; the others' are released
+        MK = MK.get((w, j)) if gamma_I > 0 else None
         setting, M = settings[j]
         weight = self._weight(graphs[setting[0]], gamma_I)
         if gamma_I > 0 and selection and selection[0]["gamma_I"] == 0:
-            if not self._confirm(grams, fallback[0], w, M, weight, Y, labeled, selection):
-                w, weight, gamma_I = fallback[0], 0.0, 0.0
-        out = self._solve_dense(grams[w], M, weight, Y, labeled)
+            if not self._confirm(grams, fallback[0], w, M, MK, weight, Y, labeled, selection):
+                w, weight, gamma_I, MK = fallback[0], 0.0, 0.0, None
+        out = self._solve_dense(grams[w], M, weight, Y, labeled, MK=MK)
         out.update(graph_setting=setting, selection=selection, gamma_I_=gamma_I,
                    gamma_I_effective_=weight, kernel_params_=grams.params[w], gram=grams[w])
         return out
 
-    def _select_direct(self, grams, graphs, settings, gammas, Y, labeled):
+    def _select_direct(self, grams, graphs, settings, gammas, Y, labeled, MK):
         """``(chosen, fallback, selection_)``: the candidate width, graph and ``gamma_I`` (as
         ``(width index, setting index, gamma_I)``) by LapRLS's exact leave-one-out outputs on
         the labeled rows (:func:`_loo_outputs`) and the rule of :mod:`._selection`, and the
@@ -409,41 +414,69 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         candidate per width whatever the graph; without it the first graph stands in its
         place. The incumbent, which every other candidate must beat under the rule, is the
         supervised model at the default width: the estimator without its unlabeled rows and
-        without a choice. Per width the Gram matrix is computed once and ``M K`` once per
-        graph, for every ``gamma_I`` tried; the graphs are shared by every width (their heat
-        weights do not depend on the kernel)."""
-        cases = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
-                 for g in gammas if g > 0 or j == 0]
-        if len(cases) == 1:
-            return cases[0], cases[0], []
-        YL = Y[labeled]
-        outputs = []
-        with selecting():
-            for w in range(len(grams)):
-                K, MK = grams[w], {}
-                for _, j, g in (case for case in cases if case[0] == w):
-                    if g > 0 and j not in MK:
-                        MK[j] = settings[j][1] @ K
-                    outputs.append(_loo_outputs(
-                        K, MK.get(j), self._weight(graphs[settings[j][0][0]], g), Y, labeled,
-                        self.gamma_A))
-                del MK
+        without a choice.
+
+        Two stages. The width first, by the rule among the supervised candidates alone (the
+        fallback): their leave-one-out needs the kernel among the labeled rows only, so a
+        width costs no Gram matrix unless it is chosen. Then the graph candidates at that
+        width only: each costs an ``n x n`` LU, and scoring them at every width made the
+        selection several fits long; the width that suits the labels is the scale of the
+        kernel the graph term then deforms. The table holds every width's supervised
+        candidate and every candidate at the chosen width, and the rule chooses among them
+        all. At the chosen width the Gram matrix is computed once and ``M K`` once per graph,
+        for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for the fit); the
+        graphs are shared by every width (their heat weights do not depend on the kernel)."""
+        grid = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
+                for g in gammas if g > 0 or j == 0]
+        if len(grid) == 1:
+            return grid[0], grid[0], []
+        L = np.flatnonzero(labeled)
+        YL = Y[L]
         truth = truth_of(YL)
-        wrong = np.array([truth_of(out) != truth for out in outputs])
-        squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
+        # each width's first candidate: the supervised one where gamma_I = 0 is tried
+        base = [case for case in grid if case[1:] == grid[0][1:]]
+        outputs = {}
+
+        def scores(cases):
+            outs = [outputs[case] for case in cases]
+            return (np.array([truth_of(out) != truth for out in outs]),
+                    np.array([np.sum((YL - out) ** 2, axis=1) for out in outs]))
+
+        with selecting():
+            for case in base:
+                outputs[case] = self._loo_case(grams, graphs, settings, case, Y, labeled, MK)
+            fallback = base[choose(*scores(base), supervised=0)]
+            for case in grid:
+                if case[0] == fallback[0] and case not in outputs:
+                    outputs[case] = self._loo_case(grams, graphs, settings, case, Y, labeled,
+                                                   MK)
+        cases = [case for case in grid if case in outputs]
+        wrong, squared = scores(cases)
         best = choose(wrong, squared, supervised=0)
-        supervised = [i for i, (_, _, g) in enumerate(cases) if g == 0] or [0]
-        fallback = supervised[choose(wrong[supervised], squared[supervised], supervised=0)]
         width = len(grams) > 1
         rows = [{**({"gamma": grams.params[w]["gamma"]} if width else {}),
                  "n_neighbors": None if g == 0 else settings[j][0][0],
                  "p": None if g == 0 else settings[j][0][1], "gamma_I": g} for w, j, g in cases]
-        return cases[best], cases[fallback], table(rows, wrong, squared, best)
+        return cases[best], fallback, table(rows, wrong, squared, best)
 
-    def _confirm(self, grams, w_supervised, w, M, weight, Y, labeled, selection) -> bool:
-        """Whether the chosen graph candidate (width ``w``, graph term ``weight M``) stands
-        against the supervised one of width ``w_supervised`` when checked with this
-        estimator's own loss; LapRLS's leave-one-out already is that check (LapSVM
+    def _loo_case(self, grams, graphs, settings, case, Y, labeled, MK) -> np.ndarray:
+        """LapRLS's leave-one-out outputs of the candidate ``case`` = ``(width index, setting
+        index, gamma_I)``; ``MK`` caches ``M K`` per (width, setting) for the next ``gamma_I``.
+        A supervised candidate reads the kernel among the labeled rows alone."""
+        w, j, g = case
+        if g == 0:
+            L = np.flatnonzero(labeled)
+            return _rls_loo(grams.block(w, L), Y[L], self.gamma_A)
+        K = grams[w]
+        if (w, j) not in MK:
+            MK[(w, j)] = settings[j][1] @ K
+        return _loo_outputs(K, MK[(w, j)], self._weight(graphs[settings[j][0][0]], g), Y,
+                            labeled, self.gamma_A)
+
+    def _confirm(self, grams, w_supervised, w, M, MK, weight, Y, labeled, selection) -> bool:
+        """Whether the chosen graph candidate (width ``w``, graph term ``weight M``, ``MK`` its
+        ``M K``) stands against the supervised one of width ``w_supervised`` when checked with
+        this estimator's own loss; LapRLS's leave-one-out already is that check (LapSVM
         overrides)."""
         return True
 
@@ -541,7 +574,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                             tol=tol, max_iter=self.max_iter, client=blocks.client,
                             early_stopping=bool(self.early_stopping))
 
-    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+    def _solve_dense(self, K, M, weight, Y, labeled, MK=None) -> dict:
         raise NotImplementedError
 
     def _dense_attributes(self, sol, K, M, weight, Y, labeled, *, bias_in_graph) -> dict:
@@ -601,10 +634,19 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
 class _Grams:
     """The kernel of each candidate parameter set (``params``, the default first), made by
     ``make(params)`` when first asked for and kept: the Gram matrix of a width not tried is
-    never computed."""
+    never computed. ``make_block(params, rows)``, where given, makes the kernel among a few
+    rows alone (:meth:`block`)."""
 
-    def __init__(self, make, params: list, made: dict | None = None):
+    def __init__(self, make, params: list, made: dict | None = None, make_block=None):
         self.make, self.params, self._made = make, list(params), dict(made or {})
+        self.make_block = make_block
+
+    def block(self, w: int, rows):
+        """The kernel of width ``w`` among ``rows``: cut from its Gram matrix where that is
+        made, else made for those rows alone (a supervised candidate needs no more)."""
+        if w in self._made or self.make_block is None:
+            return self[w][np.ix_(rows, rows)]
+        return self.make_block(self.params[w], rows)
 
     def __len__(self) -> int:
         return len(self.params)
@@ -616,7 +658,8 @@ class _Grams:
 
     def first(self) -> "_Grams":
         """The default alone (nothing to choose)."""
-        return _Grams(self.make, self.params[:1], {0: self._made[0]} if 0 in self._made else {})
+        return _Grams(self.make, self.params[:1], {0: self._made[0]} if 0 in self._made else {},
+                      self.make_block)
 
     def close(self, keep: int | None = None) -> None:
         """Release every kernel made but ``keep``'s (those holding worker state)."""
@@ -666,8 +709,15 @@ def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
         Z = lu_solve(lu_factor(A, overwrite_a=True), r * MK[:, L])
         Kt = Kt - K[L] @ Z
         Kt = (Kt + Kt.T) * 0.5
+    return _rls_loo(Kt, Y[L], gamma_A)
+
+
+def _rls_loo(Kt, YL, gamma_A) -> np.ndarray:
+    """Kernel RLS's leave-one-out outputs over the labeled rows from their Gram matrix ``Kt``
+    (``l x l``) and ridge ``gamma_A l``: ``y - (y - H y) / (1 - diag H)`` (:func:`_loo_outputs`).
+    """
+    l = Kt.shape[0]
     H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
-    YL = Y[L]
     return YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
 
 
@@ -690,10 +740,12 @@ class LapRLS(_ManifoldClassifier):
         the rule of :mod:`dask_ssl.models._selection`: a graph candidate replaces the
         supervised model only when its paired gain in held-out residual exceeds its noise (a
         number of standard errors that grows with the candidates, about 1.6 for the direct
-        solver's ten alternatives at one width, 1.9 for its 32 where the RBF width is chosen
-        too). The direct solver chooses jointly with the "auto" graph settings and the RBF
+        solver's ten alternatives at one width, 1.7 for its twelve where the RBF width is
+        chosen too). The direct solver chooses with the "auto" graph settings and the RBF
         width (``kernel_params``), by LapRLS's exact leave-one-out outputs (through the
-        deformed kernel; the left-out row stays in the graph) and their squared residuals.
+        deformed kernel; the left-out row stays in the graph) and their squared residuals:
+        the width among the supervised candidates first, then the graph candidates at that
+        width (each costs an ``n x n`` factorization).
         The primal solver chooses on the first graph setting by ``CV_FOLDS``-fold
         cross-validation (folds stratified by class, each labeled row held out once), scored
         by the estimator's own loss on the held-out rows; every (fold, candidate, class) is a
@@ -712,14 +764,16 @@ class LapRLS(_ManifoldClassifier):
         with ``gamma_I`` and the graph, by the same criterion and rule, among the default
         sigma, twice the mean distance from a row to its 10 nearest rows
         (:func:`default_rbf_gamma`; unlabeled and labeled rows, no labels), and half and
-        twice that sigma (:func:`~dask_ssl.models._rbf_width.width_candidates`); each width
-        has its supervised candidate (``gamma_I = 0``), and the incumbent every other
-        candidate must beat is the supervised model at the default width, the fit a user
-        gets without unlabeled rows and without a choice. This holds whenever something is
-        chosen, ``gamma_I=0`` given included (kernel RLS with its width chosen). With too
-        few labels, or with ``n_components`` (whose features change with the width, so each
-        width would be a fit of its own), the default width stands. The width used is in
-        ``kernel_params_``, each candidate's in the ``gamma`` column of ``selection_``.
+        twice that sigma (:func:`~dask_ssl.models._rbf_width.width_candidates`; the direct
+        solver chooses it among the supervised candidates and scores the graph candidates at
+        that width only); each width has its supervised candidate (``gamma_I = 0``), and
+        the incumbent every other candidate must beat is the supervised model at the default
+        width, the fit a user gets without unlabeled rows and without a choice. This holds
+        whenever something is chosen, ``gamma_I=0`` given included (kernel RLS with its width
+        chosen). With too few labels, or with ``n_components`` (whose features change with
+        the width, so each width would be a fit of its own), the default width stands. The
+        width used is in ``kernel_params_``, each candidate's in the ``gamma`` column of
+        ``selection_``.
     n_neighbors : int or "auto", default "auto"
         The seeds' nn, k of the kNN graph; at most n - 1 on n rows (with a warning).
         ``"auto"`` (with ``p``): see ``p``.
@@ -792,11 +846,12 @@ class LapRLS(_ManifoldClassifier):
         ``n_neighbors``, ``p``, ``gamma_I``, its
         held-out ``errors`` (count, rate, standard error), ``squared`` residual and whether
         it was ``chosen`` (:func:`dask_ssl.models._selection.table`). On the direct solver
-        they are leave-one-out figures, and LapSVM adds the two rows of its confirmation
-        (``criterion="cv"``); on the primal solver every row is a cross-validation one
-        (``criterion="cv"``, ``squared`` the estimator's own loss); with ``n_components``
-        the linear estimator's table (LapSVM's with the rows of :class:`LinearLapSVM`'s
-        confirmation). Empty when nothing was chosen.
+        they are leave-one-out figures (every width's supervised candidate, the graph
+        candidates at the width chosen among those), and LapSVM adds the two rows of its
+        confirmation (``criterion="cv"``); on the primal solver every row is a
+        cross-validation one (``criterion="cv"``, ``squared`` the estimator's own loss); with
+        ``n_components`` the linear estimator's table (LapSVM's with the rows of
+        :class:`LinearLapSVM`'s confirmation). Empty when nothing was chosen.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -816,8 +871,8 @@ class LapRLS(_ManifoldClassifier):
     def _loss_values(self, F, Y):
         return (Y - F) ** 2
 
-    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
-        sol = laprls_direct(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight)
+    def _solve_dense(self, K, M, weight, Y, labeled, MK=None) -> dict:
+        sol = laprls_direct(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight, MK=MK)
         return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=False)
 
 
@@ -888,24 +943,43 @@ class LapSVM(_ManifoldClassifier):
         return margin if self.loss == "hinge" else margin ** 2
 
     @selecting()
-    def _confirm(self, grams, w_supervised, w, M, weight, Y, labeled, selection) -> bool:
+    def _confirm(self, grams, w_supervised, w, M, MK, weight, Y, labeled, selection) -> bool:
         """LapRLS's leave-one-out chose the graph candidate (width ``w``); whether it beats the
         supervised SVM (the supervised candidate LapRLS's leave-one-out prefers, width
         ``w_supervised``) is decided with the SVM's own loss, by :data:`CV_FOLDS`-fold
         cross-validation on the labeled rows (both fits on the same folds; the squared hinge
         of the held-out rows is the paired residual; :func:`._graph_weight.confirm`, shared
-        with :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``."""
+        with :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``.
+
+        The supervised fits are solved over the labeled rows alone: without the graph term an
+        unlabeled row's coefficient is 0 (its stationarity condition is ``gamma_A l alpha_i =
+        0``), so the ``l x l`` problem is the same fit at a fraction of its cost. The graph
+        fits share ``MK``, the chosen graph's ``M K``; with the squared hinge they also share
+        one factorization (:func:`~dask_ssl.solvers.dense.lapsvm_newton_subsets`)."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
+        n_folds = int(fold.max()) + 1
         held_out = [np.empty_like(YL), np.empty_like(YL)]
-        fits = ((grams[w_supervised], 0.0), (grams[w], weight))
-        for f in range(int(fold.max()) + 1):
-            train = labeled.copy()
-            train[L[fold == f]] = False
-            for j, (K, weight_j) in enumerate(fits):
-                fit = self._solve_dense(K, M, weight_j, Y * train[:, None], train)
-                held_out[j][fold == f] = K[L[fold == f]] @ fit["dual_coef_"] + fit["intercept_"]
+        K_LL, K = grams.block(w_supervised, L), grams[w]
+        no_graph = np.zeros_like(K_LL)
+        trains = np.zeros((K.shape[0], n_folds), dtype=bool)
+        for f in range(n_folds):
+            held = fold == f
+            fit = self._solve_dense(K_LL, no_graph, 0.0, YL * ~held[:, None], ~held)
+            held_out[0][held] = K_LL[held] @ fit["dual_coef_"] + fit["intercept_"]
+            trains[L[~held], f] = True
+        if self.loss == "squared_hinge":
+            graph_fits = lapsvm_newton_subsets(K, M, Y, trains, gamma_A=self.gamma_A,
+                                               gamma_I=weight, tol=self.tol,
+                                               max_iter=self.max_iter, MK=MK)
+        else:
+            graph_fits = [lapsvm_dual(K, M, Y * trains[:, [f]], trains[:, f],
+                                      gamma_A=self.gamma_A, gamma_I=weight, tol=self.tol, MK=MK)
+                          for f in range(n_folds)]
+        for f, sol in enumerate(graph_fits):
+            held = fold == f
+            held_out[1][held] = K[L[held]] @ sol.alpha + sol.intercept
         graph = chosen_row(selection)
         width = {} if len(grams) == 1 else {"gamma": grams.params[w_supervised]["gamma"]}
         candidates = [{**width, "n_neighbors": None, "p": None, "gamma_I": 0.0},
@@ -914,11 +988,11 @@ class LapSVM(_ManifoldClassifier):
         return confirm(selection, candidates, held_out, YL, self._loss_values,
                        proxy="loo") == 1
 
-    def _solve_dense(self, K, M, weight, Y, labeled) -> dict:
+    def _solve_dense(self, K, M, weight, Y, labeled, MK=None) -> dict:
         if self.loss == "hinge":
             sol = lapsvm_dual(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight,
-                              tol=self.tol)
+                              tol=self.tol, MK=MK)
             return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=False)
         sol = lapsvm_newton(K, M, Y, labeled, gamma_A=self.gamma_A, gamma_I=weight,
-                            tol=self.tol, max_iter=self.max_iter)
+                            tol=self.tol, max_iter=self.max_iter, MK=MK)
         return self._dense_attributes(sol, K, M, weight, Y, labeled, bias_in_graph=True)

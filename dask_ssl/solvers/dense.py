@@ -33,11 +33,12 @@ class DenseSolution:
     history: list = field(default_factory=list)
 
 
-def laprls_direct(K, M, Y, labeled, *, gamma_A: float, gamma_I: float) -> DenseSolution:
+def laprls_direct(K, M, Y, labeled, *, gamma_A: float, gamma_I: float,
+                  MK=None) -> DenseSolution:
     """LapRLS, Eq 2.12: ``alpha = (J K + gamma_A l I + gamma_I l M K)^-1 Y``, one LU for all
-    columns; no bias."""
+    columns; no bias. ``MK``: ``M K`` where the caller has it (a selection computed it)."""
     n, l = K.shape[0], int(labeled.sum())
-    A = (np.diag(labeled.astype(float)) + (gamma_I * l) * M) @ K
+    A = labeled[:, None] * K + (gamma_I * l) * (M @ K if MK is None else MK)
     A[np.diag_indices(n)] += gamma_A * l
     alpha = lu_solve(lu_factor(A), Y)
     # one factorization solves every column: one iteration in all
@@ -45,15 +46,16 @@ def laprls_direct(K, M, Y, labeled, *, gamma_A: float, gamma_I: float) -> DenseS
 
 
 def lapsvm_dual(K, M, Y, labeled, *, gamma_A: float, gamma_I: float,
-                tol: float) -> DenseSolution:
+                tol: float, MK=None) -> DenseSolution:
     """LapSVM with the hinge loss (Eq 2.19-2.21): the dual is the SVM of the deformed kernel
     on the labeled rows, ``2 gamma_A J K B^-1 J^T`` with ``B = 2 gamma_A I + 2 gamma_I M K``
     (Prop 2.5.2), solved by scikit-learn's ``SVC(kernel="precomputed")`` with
     ``C = 1/(2 gamma_A l)`` (the thesis' beta scaled); then ``alpha = B^-1 J^T Y beta`` with one
-    LU for all columns, and the bias from the KKT conditions (libsvm's)."""
+    LU for all columns, and the bias from the KKT conditions (libsvm's). ``MK``: ``M K``
+    where the caller has it."""
     n, L = K.shape[0], np.flatnonzero(labeled)
     l = L.size
-    B = (2.0 * gamma_I) * (M @ K)
+    B = (2.0 * gamma_I) * (M @ K if MK is None else MK)
     B[np.diag_indices(n)] += 2.0 * gamma_A
     lu = lu_factor(B)
     E = np.zeros((n, l))
@@ -76,33 +78,102 @@ def lapsvm_dual(K, M, Y, labeled, *, gamma_A: float, gamma_I: float,
 
 
 def lapsvm_newton(K, M, Y, labeled, *, gamma_A: float, gamma_I: float, tol: float,
-                  max_iter: int) -> DenseSolution:
+                  max_iter: int, MK=None) -> DenseSolution:
     """LapSVM with the squared hinge and a bias (also in the graph term), by finite Newton with
     an exact line search per column (:func:`_squared_hinge_newton`); ``history`` holds one list
-    of objectives per column."""
+    of objectives per column. ``MK``: ``M K`` where the caller has it."""
     n, l = K.shape[0], int(labeled.sum())
     alpha = np.zeros((n, Y.shape[1]))
     b = np.zeros(Y.shape[1])
     iters, history = [], []
-    MK, M1 = M @ K, M.sum(axis=1)
+    MK, M1 = (M @ K if MK is None else MK), M.sum(axis=1)
+
+    def dense_step(active, y):
+        s = np.zeros(n)
+        s[active] = 1.0
+        P_K = s[:, None] * K + (l * gamma_I) * MK
+        P_1 = s + (l * gamma_I) * M1
+        A = np.empty((n + 1, n + 1))
+        A[:n, :n] = P_K
+        A[np.diag_indices(n)] += l * gamma_A
+        A[:n, n] = P_1
+        A[n, :n] = P_K.sum(axis=0)
+        A[n, n] = P_1.sum()
+        return np.linalg.solve(A, np.append(s * y, (s * y).sum()))
+
     for c in range(Y.shape[1]):
-        a, bc, hist = _squared_hinge_newton(K, MK, M1, M, Y[:, c], labeled, l, gamma_A,
-                                            gamma_I, max_iter, tol)
+        a, bc, hist = _squared_hinge_newton(K, M, Y[:, c], labeled, l, gamma_A, gamma_I,
+                                            max_iter, tol, dense_step)
         alpha[:, c], b[c] = a, bc
         iters.append(len(hist))
         history.append(hist)
     return DenseSolution(alpha, b, np.array(iters), history)
 
 
-def _squared_hinge_newton(K, MK, M1, M, y, labeled, l, gamma_A, weight, max_iter, tol):
+def lapsvm_newton_subsets(K, M, Y, masks, *, gamma_A: float, gamma_I: float, tol: float,
+                          max_iter: int, MK=None) -> list:
+    """:func:`lapsvm_newton` for each of several sets of labeled rows (``masks``, boolean
+    columns of shape (n, n_fits); ``Y`` the +1/-1 targets of every row a mask holds), with
+    one factorization for all; ``gamma_I > 0``. ``MK``: ``M K`` where the caller has it.
+
+    The Newton system of :func:`_squared_hinge_newton` divided by ``l``, its bias row reduced
+    to ``1^T a = 0`` (the sum of the first ``n`` rows minus the bias row), is
+
+        [[w M K + gamma_A I + I_S K / l,  w M 1 + I_S 1 / l], [1^T, 0]] [a; b] = [I_S y / l; 0]:
+
+    a fixed matrix ``C`` (the graph and ambient terms) plus the rank-``|S|`` loss term of the
+    active set ``S``. By Woodbury, ``[a; b] = Z_S (l I + G_SS)^-1 y_S`` with ``Z = C^-1 [E_R;
+    0]`` over the rows ``R`` some mask holds and ``G = [K_R:, 1] Z``: one LU of ``C`` and one
+    solve with ``|R|`` right-hand sides serve every Newton step of every subset and column,
+    where :func:`lapsvm_newton` factors an ``(n + 1)``-square matrix each step. (``C`` is
+    singular without the graph term: its ``w M 1`` fixes the bias when no loss row is
+    active.) Returns one :class:`DenseSolution` per mask."""
+    n = K.shape[0]
+    if not gamma_I > 0:
+        raise ValueError("lapsvm_newton_subsets needs a graph term (gamma_I > 0)")
+    R = np.flatnonzero(masks.any(axis=1))
+    position = np.full(n, -1)
+    position[R] = np.arange(R.size)
+    C = np.empty((n + 1, n + 1))
+    C[:n, :n] = gamma_I * (M @ K if MK is None else MK)
+    C[np.diag_indices(n)] += gamma_A
+    C[:n, n] = gamma_I * M.sum(axis=1)
+    C[n, :n], C[n, n] = 1.0, 0.0
+    E = np.zeros((n + 1, R.size))
+    E[R, np.arange(R.size)] = 1.0
+    Z = lu_solve(lu_factor(C, overwrite_a=True), E)
+    G = K[R] @ Z[:n] + Z[n]
+    out = []
+    for m in range(masks.shape[1]):
+        labeled = masks[:, m]
+        l = int(labeled.sum())
+
+        def step(active, y, l=l):
+            cols = position[active]
+            return Z[:, cols] @ np.linalg.solve(l * np.eye(cols.size) + G[np.ix_(cols, cols)],
+                                                y[active])
+
+        alpha, b = np.zeros((n, Y.shape[1])), np.zeros(Y.shape[1])
+        iters, history = [], []
+        for c in range(Y.shape[1]):
+            alpha[:, c], b[c], hist = _squared_hinge_newton(
+                K, M, Y[:, c] * labeled, labeled, l, gamma_A, gamma_I, max_iter, tol, step)
+            iters.append(len(hist))
+            history.append(hist)
+        out.append(DenseSolution(alpha, b, np.array(iters), history))
+    return out
+
+
+def _squared_hinge_newton(K, M, y, labeled, l, gamma_A, weight, max_iter, tol, solve_step):
     """Finite Newton for one column: ``min (1/l) sum_L max(0, 1 - y f)^2 + gamma_A a^T K a +
     weight f^T M f``, ``f = K a + b``. Each step solves the stationarity conditions on the
     current active set S,
 
         (I_S + l w M) f + l gamma_A a = I_S y,      1^T (I_S + l w M) f = 1^T I_S y,
 
-    then moves by an exact line search on the piecewise-quadratic objective (the seeds'
-    L2-SVM-MFN step, :func:`~dask_ssl.linalg.line_search.exact_root`)."""
+    (``solve_step(S, y)`` returns their solution ``[a; b]``), then moves by an exact line search on
+    the piecewise-quadratic objective (the seeds' L2-SVM-MFN step,
+    :func:`~dask_ssl.linalg.line_search.exact_root`)."""
     n = K.shape[0]
     L = np.flatnonzero(labeled)
     yL = y[L]
@@ -111,18 +182,7 @@ def _squared_hinge_newton(K, MK, M1, M, y, labeled, l, gamma_A, weight, max_iter
     for _ in range(max_iter):
         o = K[L] @ a + b
         active = L[yL * o < 1.0]
-        s = np.zeros(n)
-        s[active] = 1.0
-        P_K = s[:, None] * K + (l * weight) * MK
-        P_1 = s + (l * weight) * M1
-        A = np.empty((n + 1, n + 1))
-        A[:n, :n] = P_K
-        A[np.diag_indices(n)] += l * gamma_A
-        A[:n, n] = P_1
-        A[n, :n] = P_K.sum(axis=0)
-        A[n, n] = P_1.sum()
-        rhs = np.append(s * y, (s * y).sum())
-        sol = np.linalg.solve(A, rhs)
+        sol = solve_step(active, y)
         da, db = sol[:n] - a, sol[n] - b
         step = _line_search(K, M, a, b, da, db, L, yL, l, gamma_A, weight)
         a, b = a + step * da, b + step * db
