@@ -243,6 +243,20 @@ def test_nystrom_given_width_is_kept(client):
     assert est.selection_ and all("gamma" not in row for row in est.selection_)
 
 
+def test_nystrom_too_few_labels_keep_the_default_width_and_warn_once(client):
+    import warnings
+
+    X, y = two_moons(n=200, noise=0.1, seed=0)
+    train = labels_per_class((y > 0).astype(int), 3, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = LapRLS(n_components=30, client=client, random_state=0).fit(X, train)
+    said = [str(w.message) for w in caught if issubclass(w.category, SelectionWarning)]
+    assert len(said) == 1 and "gamma_I and the RBF width" in said[0]
+    assert est.gamma_I_ == 1e4 and est.selection_ == [] and est.selection_cost_ is None
+    assert est.kernel_params_["gamma"] == pytest.approx(default_rbf_gamma(X), rel=1e-10)
+
+
 @pytest.mark.parametrize("cls", [LapRLS, LapSVM])
 def test_nystrom_labels_that_ignore_the_clusters_keep_the_supervised_model(client, cls):
     """A random linear label over isotropic noise, n_components set and the width chosen: no
