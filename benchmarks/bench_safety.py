@@ -20,7 +20,7 @@ Supervised counterparts, fitted on the same labeled rows of the same draw:
 
 | semi-supervised | supervised counterpart |
 |---|---|
-| LapRLS | LapRLS(gamma_I=0, n_neighbors=10, p=1): kernel RLS with the same kernel, width, gamma_A (and Nystrom landmarks); it is given the graph the semi-supervised fit built, which gamma_I=0 ignores, so its seconds hold no kNN build |
+| LapRLS | LapRLS(gamma_I=0, n_neighbors=10, p=1): kernel RLS with the same kernel and gamma_A (and the same Nystrom landmarks), its RBF width chosen on the labels among the default's candidates (exact and Nystrom paths alike); it is given the graph the semi-supervised fit built, which gamma_I=0 ignores, so its seconds hold no kNN build |
 | LapSVM | LapSVM(gamma_I=0, ...) likewise: the kernel L2-SVM |
 | KernelDAS3VM | KernelDAS3VM fitted on the labeled rows alone (its supervised kernel L2-SVM, same kernel, width and gamma_A) |
 | LinearLapRLS | RLS, same gamma_A |

@@ -209,17 +209,129 @@ def test_the_choice_is_stored_with_the_model(client, tmp_path):
 
 
 def test_nystrom_path_chooses_through_the_linear_estimator(client):
-    """With n_components the choice is the linear estimators' (shares of the graph term),
-    reported in this estimator's gamma_I units: the chosen gamma_I given by hand is the fit."""
+    """With n_components the gamma_I candidates are the linear estimators' (shares of the graph
+    term), reported in this estimator's gamma_I units, at each candidate width: the chosen
+    gamma_I and width given by hand are the fit."""
     X, y = two_moons(n=400, noise=0.1, seed=5)
     train = labels_per_class((y > 0).astype(int), 10, seed=5)
     est = LapRLS(n_components=60, client=client, random_state=0).fit(X, train)
     row = chosen_row(est.selection_)
     assert row["gamma_I"] == pytest.approx(est.gamma_I_, rel=1e-12)
     assert est.gamma_I_effective_ == pytest.approx(est.gamma_I_ / 400 ** 2, rel=1e-12)
-    fixed = LapRLS(gamma_I=est.gamma_I_, n_components=60, client=client,
-                   random_state=0).fit(X, train)
+    assert est.kernel_params_ == {"gamma": row["gamma"]}
+    fixed = LapRLS(gamma_I=est.gamma_I_, kernel_params=est.kernel_params_, n_components=60,
+                   client=client, random_state=0).fit(X, train)
+    assert fixed.selection_ == []
     np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("gamma_I", [0.0, 10.0])
+def test_nystrom_with_every_row_a_landmark_chooses_the_width_as_the_exact_path(client, gamma_I):
+    """Every row a landmark: each width's features are K^1/2, so each candidate's leave-one-out
+    is the exact path's (same graph, same gamma_I; 0: kernel RLS with its width chosen) and
+    the same width is chosen."""
+    X, y = two_moons(n=60, noise=0.15, seed=7)
+    train = labels_per_class((y > 0).astype(int), 8, seed=7)
+    kw = dict(gamma_A=1e-3, gamma_I=gamma_I, n_neighbors=6, p=1, client=client, random_state=0)
+    exact = LapRLS(**kw).fit(X, train)
+    nys = LapRLS(n_components=60, **kw).fit(X, train, graph=exact.graph_)
+    assert sorted(nys.landmark_indices_) == list(range(60))
+    assert len(nys.selection_) == len(exact.selection_) == len(width_candidates(1.0))
+    for a, b in zip(nys.selection_, exact.selection_):
+        assert a["gamma"] == pytest.approx(b["gamma"], rel=1e-10)
+        assert a["gamma_I"] == b["gamma_I"] == gamma_I
+        assert (a["errors"], a["chosen"]) == (b["errors"], b["chosen"])
+        assert a["squared"] == pytest.approx(b["squared"], rel=1e-8)
+    assert nys.kernel_params_["gamma"] == pytest.approx(exact.kernel_params_["gamma"], rel=1e-10)
+
+
+def test_nystrom_given_width_is_kept(client):
+    X, y = two_moons(n=200, noise=0.1, seed=1)
+    train = labels_per_class((y > 0).astype(int), 6, seed=1)
+    est = LapRLS(kernel_params={"gamma": 0.7}, n_components=40, client=client,
+                 random_state=0).fit(X, train)
+    assert est.kernel_params_ == {"gamma": 0.7}
+    assert est.selection_ and all("gamma" not in row for row in est.selection_)
+
+
+def test_nystrom_too_few_labels_keep_the_default_width_and_warn_once(client):
+    import warnings
+
+    X, y = two_moons(n=200, noise=0.1, seed=0)
+    train = labels_per_class((y > 0).astype(int), 3, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = LapRLS(n_components=30, client=client, random_state=0).fit(X, train)
+    said = [str(w.message) for w in caught if issubclass(w.category, SelectionWarning)]
+    assert len(said) == 1 and "gamma_I and the RBF width" in said[0]
+    assert est.gamma_I_ == 1e4 and est.selection_ == [] and est.selection_cost_ is None
+    assert est.kernel_params_["gamma"] == pytest.approx(default_rbf_gamma(X), rel=1e-10)
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_nystrom_labels_that_ignore_the_clusters_keep_the_supervised_model(client, cls):
+    """A random linear label over isotropic noise, n_components set and the width chosen: no
+    graph candidate replaces the supervised one, and the fit is the supervised model (gamma_I
+    = 0) at the chosen width given by hand, on the same landmarks."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 10))
+    y = (X @ rng.normal(size=10) > 0).astype(int)
+    train = labels_per_class(y, 40, seed=4)
+    kw = dict(gamma_A=1e-2, n_components=80, client=client, random_state=0)
+    auto = cls(**kw).fit(X, train)
+    row = chosen_row(auto.selection_)
+    assert auto.gamma_I_ == 0.0 and row["gamma_I"] == 0.0
+    assert auto.kernel_params_ == {"gamma": row["gamma"]}
+    widths = width_candidates(auto.selection_[0]["gamma"])
+    assert {r["gamma"] for r in auto.selection_} == set(widths)
+    rls = cls(gamma_I=0.0, kernel_params=auto.kernel_params_, **kw).fit(X, train)
+    assert rls.selection_ == []
+    np.testing.assert_array_equal(auto.landmark_indices_, rls.landmark_indices_)
+    np.testing.assert_array_equal(auto.predict(X), rls.predict(X))
+    np.testing.assert_allclose(auto.decision_function(X), rls.decision_function(X),
+                               rtol=1e-8, atol=1e-10)
+
+
+def test_nystrom_cg_path_cross_validates_each_width(client, monkeypatch):
+    """Beyond GRAM_MAX_FEATURES the Nystrom candidates are scored by cross-validation: each
+    width's held-out errors and squared residuals are those of dense refits on that width's
+    features (the same landmarks) without each fold's labels (its rows stay in the graph)."""
+    from dask_ssl.kernels.nystrom import NystromFeatures
+    from dask_ssl.models import _graph_weight, _nystrom_width, linear_manifold
+    from dask_ssl.models._selection import fold_of
+
+    monkeypatch.setattr(_nystrom_width, "GRAM_MAX_FEATURES", 10)
+    monkeypatch.setattr(linear_manifold, "GRAM_MAX_FEATURES", 10)
+    # the folds' CG solved to the brute force's accuracy (the fit's own tolerance counts
+    # errors, not residuals to 8 digits)
+    monkeypatch.setattr(_graph_weight, "CV_TOL", 1e-12)
+    X, y = two_moons(n=120, noise=0.15, seed=3)
+    y = (y > 0).astype(int)
+    train = labels_per_class(y, 8, seed=3)
+    est = LapRLS(gamma_A=1e-3, gamma_I=10.0, n_neighbors=6, p=1, n_components=30,
+                 client=client, random_state=0).fit(X, train)
+    assert [row["gamma"] for row in est.selection_] == width_candidates(
+        est.selection_[0]["gamma"])
+    fm = NystromFeatures(kernel_params={"gamma": est.selection_[0]["gamma"]}, n_components=30,
+                         random_state=0).fit(X)
+    np.testing.assert_array_equal(fm.component_indices_, est.landmark_indices_)
+    M = regularizer_matrix(est.graph_, normalized=True, p=1)
+    L = np.flatnonzero(train != -1)
+    YL = np.where(train[L] == 1, 1.0, -1.0)
+    fold = fold_of(train[L], 4)
+    weight = 10.0 / 120 ** 2
+    for row in est.selection_:
+        Z = fm.on_landmarks({"gamma": row["gamma"]}).transform(X)
+        held_out = np.empty(L.size)
+        for f in range(4):
+            keep = L[fold != f]
+            A = (Z[keep].T @ Z[keep] / keep.size + 1e-3 * np.eye(Z.shape[1])
+                 + weight * Z.T @ M @ Z)
+            w = np.linalg.solve(A, Z[keep].T @ YL[fold != f] / keep.size)
+            held_out[fold == f] = Z[L[fold == f]] @ w
+        assert row["errors"] == int(np.sum((held_out > 0) != (YL > 0)))
+        assert row["squared"] == pytest.approx(np.sum((YL - held_out) ** 2), rel=1e-8)
+    assert est.kernel_params_ == {"gamma": chosen_row(est.selection_)["gamma"]}
 
 
 # the primal solver: gamma_I by cross-validation, every fold and candidate a column -------------

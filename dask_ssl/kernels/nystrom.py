@@ -127,15 +127,35 @@ class NystromFeatures:
             _, picked = kmeans_plusplus(rows, m, random_state=int(rng.integers(2**31 - 1)))
             picked = np.sort(picked)
             sample, rows = sample[picked], rows[picked]
-        K = kernel_matrix(rows, kernel=self.kernel, kernel_params=params)
-        vals, vecs = scipy.linalg.eigh(0.5 * (K + K.T))
-        keep = vals > max(vals[-1], 0.0) * m * np.finfo(np.float64).eps
         self.components_ = rows
         self.component_indices_ = sample
-        self.normalization_ = vecs[:, keep] / np.sqrt(vals[keep])
         self.n_features_in_ = rows.shape[1]
-        self.n_features_out_ = int(keep.sum())
+        self._normalize()
         return self
+
+    def _normalize(self) -> None:
+        """``K_mm^-1/2`` of the landmarks at ``kernel_params_``."""
+        m = self.components_.shape[0]
+        K = kernel_matrix(self.components_, kernel=self.kernel, kernel_params=self.kernel_params_)
+        vals, vecs = scipy.linalg.eigh(0.5 * (K + K.T))
+        keep = vals > max(vals[-1], 0.0) * m * np.finfo(np.float64).eps
+        self.normalization_ = vecs[:, keep] / np.sqrt(vals[keep])
+        self.n_features_out_ = int(keep.sum())
+
+    def on_landmarks(self, kernel_params: dict) -> "NystromFeatures":
+        """A fitted map on this map's landmarks with other kernel parameters (another RBF
+        width): only ``K_mm^-1/2`` is formed anew, on the driver, with no round trip."""
+        if not hasattr(self, "components_"):
+            raise ValueError("this NystromFeatures is not fitted yet; call fit first")
+        other = NystromFeatures(kernel=self.kernel, kernel_params=dict(kernel_params),
+                                n_components=self.n_components, landmarks=self.landmarks,
+                                random_state=self.random_state)
+        other.components_ = self.components_
+        other.component_indices_ = self.component_indices_
+        other.n_features_in_ = self.n_features_in_
+        other.kernel_params_ = dict(kernel_params)
+        other._normalize()
+        return other
 
     @staticmethod
     def _fetch(X, rows):

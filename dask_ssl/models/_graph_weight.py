@@ -75,15 +75,27 @@ def loo_gamma_I(G, H, Xl, cl, Yl, gamma_A: float) -> tuple[float, list]:
     selection : list of dict
         Per candidate: ``rho``, ``gamma_I`` and the columns of :func:`._selection.table`.
     """
-    trace_H = np.trace(H)
-    # a graph without edges (or constant outputs on it) has no term to weigh: every candidate
-    # is the same fit, and the first (0) is kept
-    scale = np.trace(G) / trace_H if trace_H > 1e-12 * np.trace(G) else 0.0
-    outputs = []
-    for rho in AUTO_RHO:
-        factor = scipy.linalg.cho_factor(G + gamma_A * np.eye(G.shape[0]) + rho * scale * H)
-        outputs.append(loo_outputs(lambda B, f=factor: scipy.linalg.cho_solve(f, B), Xl, Yl, cl))
+    scale = share_scale(np.trace(G), np.trace(H))
+    outputs = loo_weight_outputs(G, H, Xl, cl, Yl, gamma_A, [rho * scale for rho in AUTO_RHO])
     return _select(outputs, Yl, scale)
+
+
+def share_scale(trace_G: float, trace_H: float) -> float:
+    """``tr(G) / tr(H)``, the ``gamma_I_eff`` of the share ``rho = 1``. A graph without edges
+    (or constant outputs on it) has no term to weigh: 0, so that every share is the same fit
+    and the first (0) is kept."""
+    return trace_G / trace_H if trace_H > 1e-12 * trace_G else 0.0
+
+
+def loo_weight_outputs(G, H, Xl, cl, Yl, gamma_A: float, weights) -> list:
+    """LapRLS's exact leave-one-out outputs on the labeled rows for each ``gamma_I_eff`` of
+    ``weights`` (arguments as :func:`loo_gamma_I`'s): one Cholesky factorization each."""
+    eye = gamma_A * np.eye(G.shape[0])
+    outputs = []
+    for weight in weights:
+        factor = scipy.linalg.cho_factor(G + eye + weight * H)
+        outputs.append(loo_outputs(lambda B, f=factor: scipy.linalg.cho_solve(f, B), Xl, Yl, cl))
+    return outputs
 
 
 def loo_outputs(solve, F, Y, costs=None) -> np.ndarray:
@@ -101,13 +113,20 @@ def loo_outputs(solve, F, Y, costs=None) -> np.ndarray:
 
 def _select(outputs, Yl, scale) -> tuple[float, list]:
     """The rule of :mod:`._selection` over the held-out outputs of each share."""
-    truth = truth_of(Yl)
-    wrong = np.array([_guess(out) != truth for out in outputs])
-    squared = np.array([np.sum((Yl - out) ** 2, axis=1) for out in outputs])
+    wrong, squared = held_out_scores(outputs, Yl)
     best = choose(wrong, squared, supervised=0)
     selection = table([{"rho": rho, "gamma_I": float(rho * scale)} for rho in AUTO_RHO],
                       wrong, squared, best)
     return selection[best]["gamma_I"], selection
+
+
+def held_out_scores(outputs, Yl) -> tuple:
+    """``(wrong, squared)`` of :func:`._selection.choose` from each candidate's held-out
+    outputs of LapRLS on the labeled rows (+1/-1 targets ``Yl``): errors and squared residuals."""
+    truth = truth_of(Yl)
+    wrong = np.array([_guess(out) != truth for out in outputs])
+    squared = np.array([np.sum((Yl - out) ** 2, axis=1) for out in outputs])
+    return wrong, squared
 
 
 def _guess(out):
@@ -141,22 +160,39 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
     gamma_I, selection
         As :func:`loo_gamma_I`; ``errors`` and ``squared`` are over the held-out rows.
     """
-    from ..linalg.block_cg import LocalSystem, block_cg
+    scale = cv_scale(graph_product, Xl, cl, seed)
+    outputs = cv_weight_outputs(graph_product, Xl, cl, Yl, gamma_A,
+                                [rho * scale for rho in AUTO_RHO], maxiter=maxiter)
+    return _select(outputs, Yl, scale)
 
-    dim, l, n_targets = Xl.shape[1], Xl.shape[0], Yl.shape[1]
-    probes = np.random.default_rng(seed).choice([-1.0, 1.0], size=(dim, TRACE_PROBES))
+
+def cv_scale(graph_product, Xl, cl, seed: int = 0) -> float:
+    """:func:`share_scale` on the CG path: ``tr(G)`` from the labeled rows ``Xl`` and their
+    costs ``cl``, ``tr(H)`` estimated from :data:`TRACE_PROBES` random sign vectors (one graph
+    product, ``graph_product`` as :func:`cv_gamma_I`'s)."""
+    probes = np.random.default_rng(seed).choice([-1.0, 1.0], size=(Xl.shape[1], TRACE_PROBES))
     trace_H = float(np.mean(np.einsum("ij,ij->j", probes, graph_product(probes))))
     row_norms = np.asarray(Xl.multiply(Xl).sum(axis=1)).ravel() if hasattr(Xl, "multiply") \
         else np.einsum("ij,ij->i", Xl, Xl)
-    trace_G = float(np.sum(cl * row_norms))
-    scale = trace_G / trace_H if trace_H > 1e-12 * trace_G else 0.0
+    return share_scale(float(np.sum(cl * row_norms)), trace_H)
+
+
+def cv_weight_outputs(graph_product, Xl, cl, Yl, gamma_A: float, weights, *,
+                      maxiter: int) -> list:
+    """LapRLS's held-out outputs on the labeled rows by :data:`CV_FOLDS`-fold cross-validation
+    for each ``gamma_I_eff`` of ``weights`` (arguments as :func:`cv_gamma_I`'s): every (fold,
+    weight, target) system is a column of one block CG."""
+    from ..linalg.block_cg import LocalSystem, block_cg
+
+    l, n_targets = Xl.shape[0], Yl.shape[1]
     fold = fold_of(truth_of(Yl), min(CV_FOLDS, l))
     k = int(fold.max()) + 1
-    # column (f, r, t): fold f held out, candidate r, target t
-    cases = [(f, r, t) for f in range(k) for r in range(len(AUTO_RHO)) for t in range(n_targets)]
+    # column (f, r, t): fold f held out, weight r, target t
+    cases = [(f, r, t) for f in range(k) for r in range(len(weights)) for t in range(n_targets)]
     costs = np.column_stack([np.where(fold == f, 0.0, cl) / cl[fold != f].sum()
                              for f, _, _ in cases])
-    weights = np.array([AUTO_RHO[r] * scale for _, r, _ in cases])
+    n_weights = len(weights)
+    weights = np.array([weights[r] for _, r, _ in cases], dtype=float)
     graph = np.flatnonzero(weights > 0)
     R = Xl.T @ (costs * Yl[:, [t for _, _, t in cases]])
 
@@ -170,14 +206,14 @@ def cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A: float, *, maxiter: int,
     block_cg(system, tol=CV_TOL, maxiter=maxiter)
     O = np.asarray(Xl @ system.solution()).reshape(l, len(cases))
     outputs = []
-    for r in range(len(AUTO_RHO)):
+    for r in range(n_weights):
         held_out = np.empty_like(np.asarray(Yl, dtype=float))
         for f in range(k):
             held = fold == f
             cols = [j for j, (ff, rr, _) in enumerate(cases) if ff == f and rr == r]
             held_out[held] = O[np.ix_(held, cols)]
         outputs.append(held_out)
-    return _select(outputs, Yl, scale)
+    return outputs
 
 
 def squared_hinge(F, Y):

@@ -21,10 +21,11 @@ the workers, early stopping) for the same objective. With ``n_components=m`` nei
 are mapped to m Nystrom features on the workers and the linear estimators solve the same
 objective there (:mod:`._nystrom_manifold`); the model is an expansion over the m landmarks.
 
-Where the RBF width is not given, the direct and primal solvers choose it on the labeled rows
-with ``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`; the direct solver first
-among the supervised candidates, then the graph candidates at that width); the graphs do not
-depend on it (their heat weights have their own width) and are built once.
+Where the RBF width is not given, every solver chooses it on the labeled rows together with
+``gamma_I`` and the graph (:func:`._rbf_width.width_candidates`; the direct solver first among
+the supervised candidates, then the graph candidates at that width); the graphs do not depend
+on it (their heat weights have their own width) and are built once. With ``n_components`` each
+width is a Nystrom feature space of its own on shared landmarks (:mod:`._nystrom_width`).
 """
 
 from __future__ import annotations
@@ -314,12 +315,12 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
 
     def _fit_nystrom(self, X, labels, graph) -> None:
         """The fit in Nystrom feature space (see :mod:`._nystrom_manifold`): the rows stay on
-        the workers, the model is an expansion over the landmarks."""
+        the workers, the model is an expansion over the landmarks; an RBF width not given is
+        chosen with ``gamma_I`` (:mod:`._nystrom_width`)."""
         client = get_client(self.client)
         blocks = to_blocks(X, client, self.n_blocks)
-        kparams = dict(self.kernel_params or {})
-        if self.kernel == "rbf" and "gamma" not in kparams:
-            kparams["gamma"] = blocks_rbf_gamma(blocks)
+        kparams = self._kernel_candidates(
+            blocks_rbf_gamma(blocks) if self._width_selected() else None)
         setting = self._graph_candidates(blocks.n_rows, graph)[0]
         self.graph_name_ = None
         if isinstance(graph, dict):
@@ -334,7 +335,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.diagnostics_ = graph_diagnostics(graph)
         warn_graph(self.diagnostics_, labels.labeled)
         self.n_neighbors_, self.p_ = setting
-        self.kernel_params_ = kparams
         self.n_features_in_ = blocks.n_features
         self.n_labeled_ = int(labels.labeled.sum())
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
@@ -754,8 +754,11 @@ class LapRLS(_ManifoldClassifier):
         follows. With fewer than 5 labeled rows in a class it is the seeds' 1e4 (with a
         :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
         the ambient one, the classifier follows the graph and the kernel extends it. With
-        ``n_components`` the linear estimators' "auto" chooses (:class:`LinearLapRLS`, in
-        the same units). The value used is ``gamma_I_``.
+        ``n_components`` the candidates are the linear estimators' (:class:`LinearLapRLS`:
+        shares of the graph term, 0 included, reported in the same units), scored as they
+        score them (exact leave-one-out up to ``GRAM_MAX_FEATURES`` features, cross-validation
+        beyond) at each candidate width (:mod:`dask_ssl.models._nystrom_width`). The value
+        used is ``gamma_I_``.
     kernel : str or callable, default "rbf"
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
@@ -770,10 +773,11 @@ class LapRLS(_ManifoldClassifier):
         the incumbent every other candidate must beat is the supervised model at the default
         width, the fit a user gets without unlabeled rows and without a choice. This holds
         whenever something is chosen, ``gamma_I=0`` given included (kernel RLS with its width
-        chosen). With too few labels, or with ``n_components`` (whose features change with
-        the width, so each width would be a fit of its own), the default width stands. The
-        width used is in ``kernel_params_``, each candidate's in the ``gamma`` column of
-        ``selection_``.
+        chosen). With ``n_components`` each width is its own Nystrom feature space on the
+        same landmarks, with its own Gram matrices factored once per ``gamma_I`` candidate
+        (:mod:`dask_ssl.models._nystrom_width`). With too few labels the default width
+        stands. The width used is in ``kernel_params_``, each candidate's in the ``gamma``
+        column of ``selection_``.
     n_neighbors : int or "auto", default "auto"
         The seeds' nn, k of the kNN graph; at most n - 1 on n rows (with a warning).
         ``"auto"`` (with ``p``): see ``p``.
@@ -813,7 +817,8 @@ class LapRLS(_ManifoldClassifier):
         K_mm^-1/2 w``; with every row a landmark it is the exact solution. Nothing ``n x n``
         is formed and the rows stay on the workers, so it runs on hundreds of thousands of
         rows. The graph "auto" settings take the first of ``AUTO_GRAPHS`` (no leave-one-out
-        selection); the RBF width default is the same, computed on the row blocks;
+        selection); the RBF width candidates are the same, the default computed on the row
+        blocks;
         ``solver`` must be "auto" (up to ``GRAM_MAX_FEATURES`` components an exact Cholesky
         solve of the m x m system, CG beyond, ``tol`` and ``max_iter`` its limits).
     landmarks : {"uniform", "kmeans++"}, default "uniform"
@@ -850,8 +855,9 @@ class LapRLS(_ManifoldClassifier):
         candidates at the width chosen among those), and LapSVM adds the two rows of its
         confirmation (``criterion="cv"``); on the primal solver every row is a
         cross-validation one (``criterion="cv"``, ``squared`` the estimator's own loss); with
-        ``n_components`` the linear estimator's table (LapSVM's with the rows of
-        :class:`LinearLapSVM`'s confirmation). Empty when nothing was chosen.
+        ``n_components`` the linear estimator's table (``rho``, ``gamma_I``; LapSVM's with the
+        two rows of its confirmation, as :class:`LinearLapSVM`'s), per candidate width where
+        the width is chosen. Empty when nothing was chosen.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
