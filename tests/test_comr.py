@@ -19,6 +19,7 @@ from dask_ssl.models.manifold import AUTO_GAMMA_I
 from dask_ssl.multiview.comr import INTRINSIC_RIDGE, comr_regularizer
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.solvers.dense import laprls_direct
+from ._labels import four_blob_views
 
 KERNEL = {"kernel": "rbf", "kernel_params": {"gamma": 2.0}}
 
@@ -411,16 +412,8 @@ def test_class_balance_undoes_the_collapse_onto_one_class(client):
     """Four blobs of different spreads, 2 labels a class (the seeds' gamma_I stands
     unchecked): the largest raw score names one class on most unlabeled rows, the scores cut
     at the labeled shares recover the blobs; out of sample predict keeps the cut."""
-    rng = np.random.default_rng(2)
-    centers = rng.normal(size=(4, 8)) * 3
-    X = np.vstack([centers[c] + s * rng.normal(size=(40, 8))
-                   for c, s in enumerate((0.6, 1.0, 1.4, 2.0))])
-    y = np.repeat(np.arange(4), 40)
-    yl = np.full(y.size, -1)
-    for c in range(4):
-        yl[rng.choice(np.flatnonzero(y == c), 2, replace=False)] = c
+    Xs, y, yl = four_blob_views(2)
     u = yl < 0
-    Xs = [X[:, :4], X[:, 4:]]
     errors = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SelectionWarning)

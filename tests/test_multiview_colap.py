@@ -17,6 +17,8 @@ from dask_ssl.models._selection import SelectionWarning
 from dask_ssl.multiview import CoLapRLS, CoLapSVM
 from dask_ssl.multiview import colap as colap_module
 
+from ._labels import four_blob_views
+
 KPS = [{"gamma": 0.5}, {"gamma": 1.0}]
 
 
@@ -206,26 +208,12 @@ def _no_work(*args, **kwargs):
     raise AssertionError("a graph was built before the input was checked")
 
 
-def _blobs(labels_per_class):
-    """Four blobs of different spreads in 8 features split into two views of 4, 40 rows a
-    blob, ``labels_per_class`` labels a blob."""
-    rng = np.random.default_rng(2)
-    centers = rng.normal(size=(4, 8)) * 3
-    X = np.vstack([centers[c] + s * rng.normal(size=(40, 8))
-                   for c, s in enumerate((0.6, 1.0, 1.4, 2.0))])
-    y = np.repeat(np.arange(4), 40)
-    yl = np.full(y.size, -1)
-    for c in range(4):
-        yl[rng.choice(np.flatnonzero(y == c), labels_per_class, replace=False)] = c
-    return [X[:, :4], X[:, 4:]], y, yl
-
-
 def test_class_balance_undoes_the_collapse_onto_one_class(client):
     """2 labels a class (the seeds' gamma_I unchecked in every view): the largest combined
     score leaves a blob out, the scores cut at the labeled shares by one offset per class
     recover the blobs; "auto" cuts here but not the supervised models (gamma_I = 0) nor a
     gamma_I the labels chose (5 a class); predict keeps the cut."""
-    Xs, y, yl = _blobs(2)
+    Xs, y, yl = four_blob_views(2)
     u = yl < 0
     settings = dict(n_neighbors=10, client=client, random_state=0)
     with warnings.catch_warnings():
@@ -246,7 +234,7 @@ def test_class_balance_undoes_the_collapse_onto_one_class(client):
     np.testing.assert_array_equal(auto.predict([V[u] for V in Xs]), auto.transduction_[u])
     assert supervised.class_balance_ is None
     np.testing.assert_array_equal(supervised.intercept_, 0.0)
-    Xs, y, yl = _blobs(5)
+    Xs, y, yl = four_blob_views(5)
     chosen = CoLapRLS(**settings).fit(Xs, yl)
     assert chosen.class_balance_ is None and chosen.selection_[0]
     np.testing.assert_array_equal(chosen.intercept_, 0.0)
