@@ -55,6 +55,7 @@ from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_g
                           graph_term_weight_on)
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._nystrom_manifold import fit_nystrom
+from ._gamma_s_selection import loo_outputs as rls_loo_outputs
 from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma, width_candidates
@@ -466,7 +467,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         w, j, g = case
         if g == 0:
             L = np.flatnonzero(labeled)
-            return _rls_loo(grams.block(w, L), Y[L], self.gamma_A)
+            return rls_loo_outputs(grams.block(w, L), Y[L], [self.gamma_A])[0]
         K = grams[w]
         if (w, j) not in MK:
             MK[(w, j)] = settings[j][1] @ K
@@ -693,7 +694,7 @@ def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
     """LapRLS's leave-one-out outputs on the labeled rows, all at once: shape (l, n_columns).
 
     LapRLS is RLS with the deformed kernel ``K~`` (fixed by all rows, no label read) and ridge
-    ``gamma_A l``, so its leave-one-out outputs are ``y - (y - H y) / (1 - diag H)`` with the
+    ``gamma_A l``, so its leave-one-out outputs are kernel RLS's (``y - (y - H y) / (1 - diag H)``) with the
     hat matrix ``H = K~_LL (K~_LL + gamma_A l I)^-1`` over the labeled rows ``L``; a row left
     out stays in the graph, as an unlabeled row. ``K~_LL = K_LL - K_L: (I + r M K)^-1 r (M K)_:L``
     with ``r = weight / gamma_A``: ``MK = M K`` is computed once for every weight tried on a
@@ -709,16 +710,7 @@ def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
         Z = lu_solve(lu_factor(A, overwrite_a=True), r * MK[:, L])
         Kt = Kt - K[L] @ Z
         Kt = (Kt + Kt.T) * 0.5
-    return _rls_loo(Kt, Y[L], gamma_A)
-
-
-def _rls_loo(Kt, YL, gamma_A) -> np.ndarray:
-    """Kernel RLS's leave-one-out outputs over the labeled rows from their Gram matrix ``Kt``
-    (``l x l``) and ridge ``gamma_A l``: ``y - (y - H y) / (1 - diag H)`` (:func:`_loo_outputs`).
-    """
-    l = Kt.shape[0]
-    H = Kt @ np.linalg.inv(Kt + gamma_A * l * np.eye(l))
-    return YL - (YL - H @ YL) / (1.0 - np.diag(H))[:, None]
+    return rls_loo_outputs(Kt, Y[L], [gamma_A])[0]
 
 
 class LapRLS(_ManifoldClassifier):
