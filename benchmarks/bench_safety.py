@@ -489,7 +489,7 @@ def run_dataset(spec, X, y, n_labels, estimators, args, client, records, saved=N
 
     blocks = RowBlocks.from_array(X, client=client, n_blocks=args.blocks)
     ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
-    for draw in range(args.draws):
+    for draw in range(args.first_draw, args.first_draw + args.draws):
         split = stratified_split(y, n_labeled=n_labels, seed=draw)
         y_train = split.y_train(y, marker=-1)
         unl = split.unlabeled
@@ -510,7 +510,7 @@ def run_dataset(spec, X, y, n_labels, estimators, args, client, records, saved=N
                     rec["selection_cost"] = est.selection_cost_
                 if chosen is not None:
                     rec["chosen"] = chosen[0]
-                    if draw < args.ratio_draws:
+                    if draw < args.first_draw + args.ratio_draws:
                         try:
                             rec["selection_ratio"] = selection_ratio(
                                 est, rec["fit_s"], ctx.blocks if fit.data == "blocks" else ctx.X,
@@ -580,7 +580,8 @@ def warm_up(estimators, args, client) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             run_dataset(spec, X, y, 20, estimators, argparse.Namespace(
-                **{**vars(args), "draws": 1, "ratio_draws": 0}), client, [], quiet=True)
+                **{**vars(args), "draws": 1, "first_draw": 0, "ratio_draws": 0}), client, [],
+                quiet=True)
 
 
 # tables ---------------------------------------------------------------------------------------
@@ -770,7 +771,10 @@ def main() -> None:
     ap.add_argument("--estimators", default=None,
                     help="comma-separated: LapRLS, LapSVM, KernelDAS3VM, LinearLapRLS, "
                          "LinearLapSVM, GraphTransduction, TSVM, DAS3VM; default all")
-    ap.add_argument("--draws", type=int, default=5, help="label draws (seeds 0..draws-1)")
+    ap.add_argument("--draws", type=int, default=5,
+                    help="label draws (seeds first-draw .. first-draw + draws - 1)")
+    ap.add_argument("--first-draw", type=int, default=0,
+                    help="seed of the first label draw (a long run continued in pieces)")
     ap.add_argument("--random-states", type=int, default=0,
                     help="stability mode: the first draw's labels, random_state 0..R-1 for each "
                          "default that uses it; the spread of its error (no supervised fits; "
