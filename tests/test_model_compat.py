@@ -49,7 +49,9 @@ def test_old_model_loads_and_predicts_identically(name):
     params = model.get_params(deep=False)
     assert {k: params[k] for k in MAPPED[name]} == MAPPED[name]
     scores = model.decision_function(EXPECTED["X"])
-    np.testing.assert_allclose(scores, EXPECTED[name], rtol=1e-12, atol=1e-14)
+    # the stored values came from another machine: BLAS sums in an order set by the CPU's
+    # vector width, which moves a kernel expansion's last digits (seen: 2.6e-12 relative)
+    np.testing.assert_allclose(scores, EXPECTED[name], rtol=1e-10, atol=1e-14)
     assert np.array_equal(model.predict(EXPECTED["X"]),
                           model.classes_[(EXPECTED[name] > 0).astype(int)])
 
