@@ -195,6 +195,14 @@ def test_moons_select_the_graph_on_a_sample_and_solve_it_on_every_row(client, sa
     gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
     assert gt.selection_rows_ == 300 and gt.gamma_I_ > 0, gt.selection_
     assert gt.scores_.shape == (600, 2) and gt.graph_.n_rows == 600
+    # the sample's pick met the supervised model again on the full graph, and won there
+    *sampled_rows, supervised, pick = gt.selection_
+    assert {r["graph_rows"] for r in sampled_rows} == {300}
+    assert not any(r["chosen"] for r in sampled_rows)
+    assert supervised["graph_rows"] == pick["graph_rows"] == 600
+    assert supervised["gamma_I"] == 0 and pick["chosen"] and pick["errors"] < supervised["errors"]
+    assert {k: pick[k] for k in ("gamma_I", "unlabeled_weight", "class_balance")} in [
+        {k: r[k] for k in ("gamma_I", "unlabeled_weight", "class_balance")} for r in sampled_rows]
     unlabeled = ys < 0
     assert np.mean(gt.transduction_[unlabeled] != y[unlabeled]) <= 0.01
     # the chosen setting given: the same fit on the full graph, nothing selected

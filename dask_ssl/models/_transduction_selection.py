@@ -38,7 +38,11 @@ On more than :data:`SELECTION_ROWS` rows the candidates are scored on a graph of
 the full data, and unlabeled rows drawn at random. Scored on the full graph, the columns
 (one per ``gamma_I``, ``mu``, fold and class: 48 for two classes) cost many times the fit's own
 few; on the sample they cost about as much as the sample's rows, and only the chosen setting
-is solved on the full graph. What is chosen is meant to hold on the full graph: the candidate
+is solved on the full graph. A graph candidate chosen on the sample replaces the supervised
+one only after it wins again, under the same rule and folds, on the full graph: the sample
+holds the labels far more densely than the full graph, where a graph term spreads each label
+over many more rows (two candidates of one weight cost a few columns and one preconditioner,
+what the fit's own solve needs). What is chosen is meant to hold on the full graph: the candidate
 weights are the system's, against a normalized Laplacian whose spectrum lies in [0, 2] at any
 size, the default heat width is set from each graph's own edge lengths, the class shares are
 the labeled rows', and the fold priors are the same RLS fits.

@@ -171,8 +171,9 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
     selection_rows_ : int or None
         Rows of the graph the candidates were scored on: every row, or above
         :data:`~._transduction_selection.SELECTION_ROWS` rows (without a given graph) that many,
-        every labeled row and unlabeled rows drawn by ``random_state``; None when nothing was
-        selected.
+        every labeled row and unlabeled rows drawn by ``random_state`` (a graph candidate
+        chosen there then meets the supervised one again on the full graph: the table's rows
+        say which graph scored them, ``graph_rows``); None when nothing was selected.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -438,6 +439,11 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
                     mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
                     balances=_candidates(self.class_balance, (None, "labeled")))
                 selection_rows = int(on.n_rows)
+                if (sample is not None and chosen["gamma_I"] > 0
+                        and selection[0]["gamma_I"] == 0):
+                    chosen, selection = self._confirm(solve, chosen, selection, codes,
+                                                      fidelity, fold, fold_priors, balance,
+                                                      on.n_rows, graph.n_rows)
         # what is not selected: the seeds' weight, a prior weighed as a label, no balancing
         if _is_auto(chosen["gamma_I"]):
             chosen["gamma_I"] = auto.SEED_GAMMA_I
@@ -460,6 +466,30 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         objective = 0.5 * (np.sum(B[held] ** 2 / a[held, None]) - np.sum(sol.F * B))
         return (graph, diag, sol.F, sol.cg, chosen, selection, selection_rows, prior_model,
                 unit, objective)
+
+    @staticmethod
+    def _confirm(solve, chosen, selection, codes, fidelity, fold, priors, balance,
+                 sample_rows, rows):
+        """``(chosen, selection)`` once the sample's pick ``chosen`` met the supervised
+        candidate again on the full graph, the one the fit solves: the same folds and rule,
+        these two candidates only. The sample holds the labels far more densely than the full
+        graph, so a graph term can win there and not on the full graph; the supervised model
+        is replaced only where the graph the fit uses says so. The table holds the sample's
+        rows (none chosen) and the confirmation's, each with the ``graph_rows`` it was scored
+        on."""
+        confirmed, check = auto.select(
+            lambda gamma, a, B, a_precond: solve(
+                gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
+                fill_budget=auto.CV_FILL_BUDGET).F,
+            codes, fidelity, fold, priors, balance,
+            gammas=(0.0, chosen["gamma_I"]), mus=(chosen["unlabeled_weight"],),
+            balances=(chosen["class_balance"],))
+        if confirmed["gamma_I"] == 0:
+            # the supervised candidate as the sample's table names it
+            confirmed = {k: selection[0][k] for k in confirmed}
+        table = ([{**r, "chosen": False, "graph_rows": int(sample_rows)} for r in selection]
+                 + [{**r, "graph_rows": int(rows)} for r in check])
+        return confirmed, table
 
     def _graph(self, blocks, k, setting) -> Graph:
         """The estimator's kNN graph on ``blocks``, ``metric`` and ``weights`` resolved."""
