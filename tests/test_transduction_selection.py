@@ -156,3 +156,87 @@ def test_a_model_with_its_prior_pickles(client, linear_labels):
     assert back.prior_ is not None
     np.testing.assert_array_equal(back.predict_proba(X[:30] + 0.01),
                                   gt.predict_proba(X[:30] + 0.01))
+
+
+def test_the_selection_sample_keeps_every_labeled_row():
+    codes = np.full(1000, -1)
+    codes[::25] = np.arange(40) % 2
+    assert auto.selection_sample(codes, 0, size=1000) is None  # not above the size: all rows
+    rows = auto.selection_sample(codes, 0, size=300)
+    assert rows.size == 300 and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(rows[codes[rows] >= 0], np.flatnonzero(codes >= 0))
+    np.testing.assert_array_equal(rows, auto.selection_sample(codes, 0, size=300))
+    assert not np.array_equal(rows, auto.selection_sample(codes, 1, size=300))
+    # many labels still leave the sample half its rows unlabeled
+    assert np.sum(codes[auto.selection_sample(codes, 0, size=60)] < 0) == 30
+
+
+@pytest.fixture
+def sampled(monkeypatch):
+    """Selections scored on a sample of 300 rows."""
+    monkeypatch.setattr(auto, "SELECTION_ROWS", 300)
+
+
+def test_labels_the_graph_cannot_help_with_keep_the_supervised_model_on_a_sample(
+        client, linear_labels, sampled):
+    X, y, ys = linear_labels
+    gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert gt.selection_rows_ == 300 and gt.graph_.n_rows == X.shape[0]
+    assert gt.gamma_I_ == 0.0 and gt.selection_[0]["chosen"] and len(gt.selection_) > 1
+    labeled = ys >= 0
+    rls = RLS(client=client).fit(X[labeled], ys[labeled])
+    np.testing.assert_array_equal(gt.predict(X), rls.predict(X))
+
+
+def test_moons_select_the_graph_on_a_sample_and_solve_it_on_every_row(client, sampled):
+    X, y = two_moons(n=600, noise=0.1, seed=0)
+    y = (np.asarray(y) > 0).astype(int)
+    ys = labels_per_class(y, 5, 0)
+    gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert gt.selection_rows_ == 300 and gt.gamma_I_ > 0, gt.selection_
+    assert gt.scores_.shape == (600, 2) and gt.graph_.n_rows == 600
+    # the sample's pick met the supervised model again on the full graph, and won there
+    *sampled_rows, supervised, pick = gt.selection_
+    assert {r["graph_rows"] for r in sampled_rows} == {300}
+    assert not any(r["chosen"] for r in sampled_rows)
+    assert supervised["graph_rows"] == pick["graph_rows"] == 600
+    assert supervised["gamma_I"] == 0 and pick["chosen"] and pick["errors"] < supervised["errors"]
+    assert {k: pick[k] for k in ("gamma_I", "unlabeled_weight", "class_balance")} in [
+        {k: r[k] for k in ("gamma_I", "unlabeled_weight", "class_balance")} for r in sampled_rows]
+    unlabeled = ys < 0
+    assert np.mean(gt.transduction_[unlabeled] != y[unlabeled]) <= 0.01
+    # the chosen setting given: the same fit on the full graph, nothing selected
+    row = next(r for r in gt.selection_ if r["chosen"])
+    fixed = GraphTransduction(client=client, random_state=0, **{
+        k: row[k] for k in ("gamma_I", "unlabeled_weight", "class_balance")}).fit(X, ys)
+    assert fixed.selection_ is None and fixed.selection_rows_ is None
+    np.testing.assert_allclose(gt.scores_, fixed.scores_, rtol=1e-6, atol=1e-9)
+
+
+def test_up_to_the_sample_size_every_row_is_scored(client, linear_labels, monkeypatch):
+    """A selection on exactly SELECTION_ROWS rows is the one on all rows: the same table,
+    the same scores."""
+    X, _, ys = linear_labels
+    full = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    monkeypatch.setattr(auto, "SELECTION_ROWS", X.shape[0])
+    at = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert full.selection_rows_ == at.selection_rows_ == X.shape[0]
+    assert at.selection_ == full.selection_
+    np.testing.assert_array_equal(at.scores_, full.scores_)
+
+
+def test_a_stored_model_keeps_the_rows_its_selection_scored(client, linear_labels, sampled,
+                                                             tmp_path):
+    import json
+
+    from dask_ssl.models.artifact import load_model, save_model
+
+    X, _, ys = linear_labels
+    gt = GraphTransduction(random_state=0).fit(X, ys)
+    path = save_model(gt, tmp_path / "m")
+    assert load_model(path).selection_rows_ == 300
+    # a directory written before the selection could sample: it scored every row
+    doc = json.loads((path / "model.json").read_text())
+    doc.pop("selection_rows_")
+    (path / "model.json").write_text(json.dumps(doc))
+    assert load_model(path).selection_rows_ == X.shape[0]

@@ -32,12 +32,27 @@ second, so a factor per (``gamma_I``, ``mu``) costs little where one is made.
 ``class_balance`` only reweighs the solved scores, so its candidates cost no solve. The choice
 is :func:`._selection.choose` with the supervised candidate first: a graph candidate replaces
 it only when it errs less by more than one standard error.
+
+On more than :data:`SELECTION_ROWS` rows the candidates are scored on a graph of that many
+(:func:`selection_sample`): every labeled row, so the folds and the held-out rows are those of
+the full data, and unlabeled rows drawn at random. Scored on the full graph, the columns
+(one per ``gamma_I``, ``mu``, fold and class: 48 for two classes) cost many times the fit's own
+few; on the sample they cost about as much as the sample's rows, and only the chosen setting
+is solved on the full graph. A graph candidate chosen on the sample replaces the supervised
+one only after it wins again, under the same rule and folds, on the full graph: the sample
+holds the labels far more densely than the full graph, where a graph term spreads each label
+over many more rows (two candidates of one weight cost a few columns and one preconditioner,
+what the fit's own solve needs). What is chosen is meant to hold on the full graph: the candidate
+weights are the system's, against a normalized Laplacian whose spectrum lies in [0, 2] at any
+size, the default heat width is set from each graph's own edge lengths, the class shares are
+the labeled rows', and the fold priors are the same RLS fits.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_random_state
 
 from ..linalg import RowBlocks
 from ..linalg.rowblocks import is_dask_array
@@ -61,6 +76,8 @@ CV_FOLDS = 4
 CV_TOL = 1e-4
 #: Largest fill of a block the cross-validation's preconditioner factors (module docstring).
 CV_FILL_BUDGET = 5.0
+#: Rows above which the candidates are scored on a sample of this many rows (module docstring).
+SELECTION_ROWS = 20_000
 
 
 def graph_metric(X) -> str:
@@ -88,6 +105,22 @@ def folds(codes, k: int = CV_FOLDS) -> np.ndarray:
         rows = np.flatnonzero(codes == cls)
         fold[rows] = np.arange(rows.size) % k
     return fold
+
+
+def selection_sample(codes, random_state=None, size: int | None = None) -> np.ndarray | None:
+    """The rows (sorted indices) of the graph the candidates are scored on: None (all of them)
+    up to ``size`` rows (default :data:`SELECTION_ROWS`); above it every labeled row
+    (``codes >= 0``) and ``size - l`` unlabeled rows drawn without replacement (at least half
+    of ``size``: many labels still leave the graph unlabeled rows to carry them)."""
+    size = SELECTION_ROWS if size is None else size
+    codes = np.asarray(codes)
+    if codes.size <= size:
+        return None
+    labeled = np.flatnonzero(codes >= 0)
+    unlabeled = np.flatnonzero(codes < 0)
+    keep = min(unlabeled.size, max(size - labeled.size, size // 2))
+    drawn = check_random_state(random_state).choice(unlabeled.size, keep, replace=False)
+    return np.sort(np.concatenate([labeled, unlabeled[drawn]]))
 
 
 def labeled_rows(X, rows) -> np.ndarray | sp.csr_matrix:

@@ -94,6 +94,7 @@ def stored_info(est, search) -> dict:
         "class_balance_": _jsonable(est.class_balance_),
         "metric_": est.metric_, "weights_": est.weights_, "prior_kind_": est.prior_kind_,
         "n_neighbors_": int(est.n_neighbors_),
+        "selection_rows_": est.selection_rows_,
         "search": {"metric": neighbors.metric, "n_neighbors": int(neighbors.n_neighbors),
                    "weights": weights, "t": t if isinstance(t, str) or t is None else float(t)},
         "prior": None if prior is None else {
@@ -149,6 +150,9 @@ def restore(est, arrays: dict, doc: dict) -> None:
     est.metric_, est.weights_ = doc["metric_"], doc["weights_"]
     est.prior_kind_ = doc["prior_kind_"]
     est.n_neighbors_ = doc["n_neighbors_"]
+    # models stored before the selection could sample scored it on every row
+    est.selection_rows_ = doc.get("selection_rows_", doc["data_shape"][0]
+                                  if doc.get("selection_") else None)
     search = doc["search"]
     rows = unpack_matrix("rows", arrays)
     offsets = arrays["row_offsets"]

@@ -149,7 +149,7 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
     n_blocks : int, optional
         Row blocks for in-memory X (default one per worker thread).
     random_state : int or None
-        Seeds the kNN indexes.
+        Seeds the kNN indexes and the unlabeled rows the selection samples (``selection_rows_``).
 
     Attributes
     ----------
@@ -168,6 +168,12 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         Per candidate its ``gamma_I``, ``unlabeled_weight``, ``class_balance``, held-out
         errors and whether it was chosen (:func:`._selection.table`); None when nothing was
         selected.
+    selection_rows_ : int or None
+        Rows of the graph the candidates were scored on: every row, or above
+        :data:`~._transduction_selection.SELECTION_ROWS` rows (without a given graph) that many,
+        every labeled row and unlabeled rows drawn by ``random_state`` (a graph candidate
+        chosen there then meets the supervised one again on the full graph: the table's rows
+        say which graph scored them, ``graph_rows``); None when nothing was selected.
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -321,7 +327,8 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         client = get_client(self.client)
         setting = _Setting(metric, weights, prior, select=bool(choosing) and enough
                            and prior is not None)
-        (graph, diag, F, result, chosen, selection, prior_model, unit, objective), restarts = \
+        (graph, diag, F, result, chosen, selection, selection_rows, prior_model, unit,
+         objective), restarts = \
             solve_with_restarts(lambda: self._solve(X, client, graph, k, codes, classes.size,
                                                     scores_init, setting),
                                 what=type(self).__name__)
@@ -347,6 +354,7 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         self.prior_kind_ = prior
         self.prior_ = prior_model
         self.selection_ = selection
+        self.selection_rows_ = selection_rows
         self.scores_ = F
         shares = _class_shares(self.class_balance_, codes[labeled], classes.size)
         self.class_weights_ = (np.ones(classes.size) if shares is None
@@ -365,25 +373,23 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
 
     def _solve(self, X, client, graph, k, codes, n_classes, scores_init, setting):
         """Graph (unless given), priors, selection and the final block CG: ``(graph,
-        diagnostics, F, result, chosen, selection, prior, unit, objective)`` (``result`` None
-        when the system is diagonal; ``chosen["gamma_I"]`` the system's weight, ``unit`` that
-        of ``gamma_I = 1``; ``objective`` the solved system's, see ``objective_``). Everything here is on the workers, so a lost worker repeats all of
-        it."""
+        diagnostics, F, result, chosen, selection, selection_rows, prior, unit, objective)``
+        (``result`` None when the system is diagonal; ``chosen["gamma_I"]`` the system's
+        weight, ``unit`` that of ``gamma_I = 1``; ``selection_rows`` the rows of the graph the
+        candidates were scored on; ``objective`` the solved system's, see ``objective_``).
+        Everything here is on the workers, so a lost worker repeats all of it."""
+        # a given graph is the one to select on: its settings need not be the estimator's
+        sample = (auto.selection_sample(codes, self.random_state)
+                  if setting.select and graph is None else None)
         if graph is None:
-            blocks = to_blocks(X, client, self.n_blocks)
-            graph = estimator_graph(self, blocks, k, metric=setting.metric,
-                                    weights=setting.weights)
+            graph = self._graph(to_blocks(X, client, self.n_blocks), k, setting)
         diag = graph_diagnostics(graph)
         labeled = codes >= 0
         warn_graph(diag, labeled)
+        fidelity = _fidelity(diag, labeled)
 
-        has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
-
-        def fidelity(mu):
-            return np.where(labeled | ~has_label[diag.labels], 1.0, mu)
-
-        def solve(gamma, a, B, **options):
-            return solve_graph_system(graph, a, B, gamma_I=gamma, normalized=self.normalized,
+        def solve(gamma, a, B, on=graph, **options):
+            return solve_graph_system(on, a, B, gamma_I=gamma, normalized=self.normalized,
                                       p=self.p, partition=self.partition,
                                       preconditioner=self.preconditioner,
                                       max_iter=self.max_iter, **{"tol": self.tol, **options})
@@ -407,21 +413,37 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         given = self.gamma_I if _is_auto(self.gamma_I) else self.gamma_I * unit
         chosen = {"gamma_I": given, "unlabeled_weight": self.unlabeled_weight,
                   "class_balance": self.class_balance}
-        selection = None
+        selection, selection_rows = None, None
         if setting.select:
             def balance(F, class_balance, train_codes):
                 shares = _class_shares(class_balance, train_codes, n_classes)
                 return np.ones(n_classes) if shares is None else balance_weights(F, shares)
 
             with selecting():
+                on, scored = graph, slice(None)
+                if sample is not None:
+                    # the candidates on a graph over the sample (module docstring of
+                    # _transduction_selection); the full graph solves the chosen one only
+                    on, scored = self._graph(to_blocks(auto.labeled_rows(X, sample), client,
+                                                       self.n_blocks), k, setting), sample
+                    fidelity_on = _fidelity(graph_diagnostics(on), labeled[sample])
+                else:
+                    fidelity_on = fidelity
                 chosen, selection = auto.select(
                     lambda gamma, a, B, a_precond: solve(
-                        gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
+                        gamma, a, B, on=on, tol=auto.CV_TOL, a_precond=a_precond,
                         fill_budget=auto.CV_FILL_BUDGET).F,
-                    codes, fidelity, fold, fold_priors, balance,
+                    codes[scored], fidelity_on, fold[scored],
+                    [prior[scored] for prior in fold_priors], balance,
                     gammas=_candidates(given, auto.AUTO_GAMMA_I),
                     mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
                     balances=_candidates(self.class_balance, (None, "labeled")))
+                selection_rows = int(on.n_rows)
+                if (sample is not None and chosen["gamma_I"] > 0
+                        and selection[0]["gamma_I"] == 0):
+                    chosen, selection = self._confirm(solve, chosen, selection, codes,
+                                                      fidelity, fold, fold_priors, balance,
+                                                      on.n_rows, graph.n_rows)
         # what is not selected: the seeds' weight, a prior weighed as a label, no balancing
         if _is_auto(chosen["gamma_I"]):
             chosen["gamma_I"] = auto.SEED_GAMMA_I
@@ -433,7 +455,8 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         if chosen["gamma_I"] == 0:
             # the diagonal system's solution, written as it is: the labels and the prior
             F = auto.targets(codes, labeled, np.ones(codes.size), S)
-            return graph, diag, F, None, chosen, selection, prior_model, unit, 0.0
+            return (graph, diag, F, None, chosen, selection, selection_rows, prior_model, unit,
+                    0.0)
         a = fidelity(chosen["unlabeled_weight"])
         B = auto.targets(codes, labeled, a, S)
         sol = solve(chosen["gamma_I"], a, B, X0=scores_init)
@@ -441,7 +464,36 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         # solution, where F'(gamma_I M + diag a)F = F'B: no Laplacian product needed
         held = a > 0
         objective = 0.5 * (np.sum(B[held] ** 2 / a[held, None]) - np.sum(sol.F * B))
-        return graph, diag, sol.F, sol.cg, chosen, selection, prior_model, unit, objective
+        return (graph, diag, sol.F, sol.cg, chosen, selection, selection_rows, prior_model,
+                unit, objective)
+
+    @staticmethod
+    def _confirm(solve, chosen, selection, codes, fidelity, fold, priors, balance,
+                 sample_rows, rows):
+        """``(chosen, selection)`` once the sample's pick ``chosen`` met the supervised
+        candidate again on the full graph, the one the fit solves: the same folds and rule,
+        these two candidates only. The sample holds the labels far more densely than the full
+        graph, so a graph term can win there and not on the full graph; the supervised model
+        is replaced only where the graph the fit uses says so. The table holds the sample's
+        rows (none chosen) and the confirmation's, each with the ``graph_rows`` it was scored
+        on."""
+        confirmed, check = auto.select(
+            lambda gamma, a, B, a_precond: solve(
+                gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
+                fill_budget=auto.CV_FILL_BUDGET).F,
+            codes, fidelity, fold, priors, balance,
+            gammas=(0.0, chosen["gamma_I"]), mus=(chosen["unlabeled_weight"],),
+            balances=(chosen["class_balance"],))
+        if confirmed["gamma_I"] == 0:
+            # the supervised candidate as the sample's table names it
+            confirmed = {k: selection[0][k] for k in confirmed}
+        table = ([{**r, "chosen": False, "graph_rows": int(sample_rows)} for r in selection]
+                 + [{**r, "graph_rows": int(rows)} for r in check])
+        return confirmed, table
+
+    def _graph(self, blocks, k, setting) -> Graph:
+        """The estimator's kNN graph on ``blocks``, ``metric`` and ``weights`` resolved."""
+        return estimator_graph(self, blocks, k, metric=setting.metric, weights=setting.weights)
 
     def __getstate__(self):
         # graph_ is futures of the fit's client, which do not pickle. What placing new rows
@@ -548,6 +600,17 @@ class _Setting:
     weights: str
     prior: str | None
     select: bool
+
+
+def _fidelity(diag, labeled):
+    """``mu -> a`` on a graph with components ``diag``: 1 on labeled rows and on components
+    without one (module docstring), ``mu`` on the other unlabeled rows."""
+    has_label = np.bincount(diag.labels, weights=labeled, minlength=diag.n_components) > 0
+    free = ~has_label[diag.labels]
+
+    def fidelity(mu):
+        return np.where(labeled | free, 1.0, mu)
+    return fidelity
 
 
 def _is_auto(value) -> bool:
