@@ -215,6 +215,18 @@ def score_rate(est, blocks, client, repeats):
     return best
 
 
+def basis_chosen(est) -> str:
+    """The basis ``basis="auto"`` kept and its held-out errors against the whole greedy
+    basis' (the default candidate), or the basis given."""
+    if not est.basis_selection_:
+        return f"basis {est.basis}"
+    chosen = next(r for r in est.basis_selection_ if r["chosen"])
+    greedy = max((r for r in est.basis_selection_ if r["basis"] == "greedy"),
+                 key=lambda r: r["n_basis"])
+    return (f"basis {chosen['basis']} {chosen['n_basis']}, CV errors {chosen['errors']} "
+            f"against the whole greedy's {greedy['errors']}")
+
+
 def auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu):
     """Rows of ``--method`` (laprls or slack) with its settings chosen on the labeled rows
     (``gamma_A = gamma_I = "auto"``) and of the supervised sparse model (``gamma_I = 0``,
@@ -229,7 +241,8 @@ def auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu):
         s_test, s_unl = errors(est, Ss)
         cost = est.selection_cost_ or {"seconds": 0.0}
         print(f"| SparseLapRLS ({args.method}, {label}: gamma_A {est.gamma_A_:g}, gamma_I "
-              f"{est.gamma_I_:g}; selection {cost['seconds']:.1f} s) | {est.n_basis_} | "
+              f"{est.gamma_I_:g}; {basis_chosen(est)}; selection {cost['seconds']:.1f} s) | "
+              f"{est.n_basis_} | "
               f"{fit_s:.1f} | {s_test:.2f} | {s_unl:.2f} | {blocks.n_rows / wall_s:.0f} | "
               f"{wall / wall_s:.1f} | {cpu_s:.2f} | {cpu / max(cpu_s, 1e-9):.1f} |", flush=True)
 
@@ -272,7 +285,8 @@ def throughput(args):
                 fit_s = time.perf_counter() - t0
                 Ss, wall_s, cpu_s = score_rate(est, blocks, client, args.repeats)
                 s_test, s_unl = errors(est, Ss)
-                print(f"| SparseLapRLS ({args.method}) | {est.n_basis_} | {fit_s:.1f} | "
+                print(f"| SparseLapRLS ({args.method}; {basis_chosen(est)}) | {est.n_basis_} | "
+                      f"{fit_s:.1f} | "
                       f"{s_test:.2f} | {s_unl:.2f} | {Xte.shape[0] / wall_s:.0f} | "
                       f"{wall / wall_s:.1f} | {cpu_s:.2f} | {cpu / max(cpu_s, 1e-9):.1f} |",
                       flush=True)
