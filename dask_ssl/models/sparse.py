@@ -119,8 +119,18 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         that share of the ``n`` training rows (the thesis' ``d_max = 0.1 n``). Ignored when
         ``basis`` is an index array. A greedy or l1 basis may end smaller when no further
         row is linearly independent of it (``n_basis_`` is the size reached).
-    basis : {"greedy", "random", "lasso", "lars"} or array of int, default "greedy"
-        The index set J. ``"greedy"``: kernel matching pursuit with post-backfitting
+    basis : {"auto", "greedy", "random", "lasso", "lars"} or array of int, default "auto"
+        The index set J. ``"auto"``: the greedy basis, checked by cross-validation on the
+        labeled rows against its prefixes of a quarter, half and three quarters of ``d``
+        functions and against a random basis of ``d`` (each fold's basis grown again without
+        that fold's labels, at the given ``gamma_A`` and ``gamma_I`` or the pilot ones;
+        :mod:`dask_ssl.models._basis_selection`); the whole greedy basis is kept unless a
+        candidate errs less beyond the noise (the shared rule of
+        :mod:`dask_ssl.models._selection`), and the candidates are in ``basis_selection_``.
+        With many more basis functions than labels the greedy can spend its last functions
+        on fitting the labels, which only labels it did not see reveal. It costs
+        ``CV_FOLDS`` further greedy fits. With fewer than 5 labeled rows in a class: the
+        greedy basis, with a warning. ``"greedy"``: kernel matching pursuit with post-backfitting
         (thesis 5.1.1) on the objective of ``method``: each step scores ``kappa`` random rows
         outside J by ``g_j^2 / h_j`` (the first and second derivative of the objective in the
         new coefficient at ``beta_J`` fixed; twice the decrease of the best one-dimensional
@@ -164,7 +174,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         labeled rows in a class it is the seeds' 1e4, with a
         :class:`~dask_ssl.models._selection.SelectionWarning`. The value used is
         ``gamma_I_``; the candidates are in ``selection_``. With ``method="laprls"`` or
-        ``"slack"`` the basis is chosen once, at the seeds' 1e4 (and ``gamma_A`` given, or
+        ``"slack"`` the basis (its kind and size first chosen by ``basis="auto"``) is chosen
+        once, at the seeds' 1e4 (and ``gamma_A`` given, or
         1e-6 for ``"auto"``), and every ``(gamma_A, gamma_I)`` candidate is scored on it by
         exact leave-one-out over the labeled rows, closed form through the ``d x d`` system
         of the method on that basis (for the slack method, ``f`` refitted on every row too;
@@ -257,6 +268,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         (:func:`dask_ssl.models._selection.table`) and the ``criterion``: ``"loo"`` with its
         ``gamma_A`` and ``gamma_I`` for ``method="laprls"`` / ``"slack"``, ``"cv"`` with its
         ``gamma_I`` otherwise; empty otherwise.
+    basis_selection_ : list of dict
+        With ``basis="auto"`` and enough labels: per candidate basis its ``basis``
+        (``"greedy"`` or ``"random"``) and ``n_basis``, the held-out ``errors``, ``error``,
+        ``stderr``, ``squared`` residual, ``passed`` (against the whole greedy basis) and
+        ``chosen``, with ``criterion`` ``"cv"``; empty otherwise (and for models stored
+        before it existed).
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
