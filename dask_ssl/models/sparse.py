@@ -3,7 +3,9 @@
 The model is ``f(x) = sum_{j in J} beta_j K(x_j, x)`` over ``d = |J|`` training rows (the basis),
 so a new row costs ``d`` kernel evaluations instead of ``n``. The basis is grown by kernel
 matching pursuit (``basis="greedy"``), drawn at random, read off an l1 path (``"lasso"``,
-``"lars"``) or given; on it the estimator fits one of three objectives (``method``):
+``"lars"``) or given; by default (``"auto"``) it is the greedy's, checked on held-out labels
+against its prefixes and a random basis (:mod:`._basis_selection`). On it the estimator fits
+one of these objectives (``method``):
 
 - ``"laprls"``: LapRLS restricted to the basis (Eq 5.2; the thesis' GREEDY / RANDOM / LASSO /
   LARS rows of Tables 5.3 and 5.5);
