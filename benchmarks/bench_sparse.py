@@ -17,8 +17,9 @@ blocks on the workers (``decision_function`` on :class:`~dask_ssl.linalg.rowbloc
 best of ``--repeats``): rows per second of wall time, and the workers' CPU seconds, whose ratio
 holds on a loaded host. Errors are on the held-out rows (the scoring task) and on the
 unlabeled training rows. With ``--method laprls`` or ``slack`` each fraction adds two rows on
-the same graph: the method with ``gamma_A`` and ``gamma_I`` chosen on the labeled rows
-(``"auto"``), and its supervised counterpart (``gamma_I = 0``, ``gamma_A`` chosen).
+the same graph (unless ``--no-auto-rows``): the method with ``gamma_A`` and ``gamma_I`` chosen
+on the labeled rows (``"auto"``), and its supervised counterpart (``gamma_I = 0``, ``gamma_A``
+chosen). Every sparse model has the default ``basis="auto"``; the basis it kept is printed.
 
 Protocol (thesis 5.2, Tables 5.1 and 5.5): the rows are split 3:1 into training (labeled and
 unlabeled) and validation rows; two moons has 600 rows (450 training) and one labeled row per
@@ -215,6 +216,18 @@ def score_rate(est, blocks, client, repeats):
     return best
 
 
+def basis_chosen(est) -> str:
+    """The basis ``basis="auto"`` kept and its held-out errors against the whole greedy
+    basis' (the default candidate), or the basis given."""
+    if not est.basis_selection_:
+        return f"basis {est.basis}"
+    chosen = next(r for r in est.basis_selection_ if r["chosen"])
+    greedy = max((r for r in est.basis_selection_ if r["basis"] == "greedy"),
+                 key=lambda r: r["n_basis"])
+    return (f"basis {chosen['basis']} {chosen['n_basis']}, CV errors {chosen['errors']} "
+            f"against the whole greedy's {greedy['errors']}")
+
+
 def auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu):
     """Rows of ``--method`` (laprls or slack) with its settings chosen on the labeled rows
     (``gamma_A = gamma_I = "auto"``) and of the supervised sparse model (``gamma_I = 0``,
@@ -229,7 +242,8 @@ def auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu):
         s_test, s_unl = errors(est, Ss)
         cost = est.selection_cost_ or {"seconds": 0.0}
         print(f"| SparseLapRLS ({args.method}, {label}: gamma_A {est.gamma_A_:g}, gamma_I "
-              f"{est.gamma_I_:g}; selection {cost['seconds']:.1f} s) | {est.n_basis_} | "
+              f"{est.gamma_I_:g}; {basis_chosen(est)}; selection {cost['seconds']:.1f} s) | "
+              f"{est.n_basis_} | "
               f"{fit_s:.1f} | {s_test:.2f} | {s_unl:.2f} | {blocks.n_rows / wall_s:.0f} | "
               f"{wall / wall_s:.1f} | {cpu_s:.2f} | {cpu / max(cpu_s, 1e-9):.1f} |", flush=True)
 
@@ -272,11 +286,12 @@ def throughput(args):
                 fit_s = time.perf_counter() - t0
                 Ss, wall_s, cpu_s = score_rate(est, blocks, client, args.repeats)
                 s_test, s_unl = errors(est, Ss)
-                print(f"| SparseLapRLS ({args.method}) | {est.n_basis_} | {fit_s:.1f} | "
+                print(f"| SparseLapRLS ({args.method}; {basis_chosen(est)}) | {est.n_basis_} | "
+                      f"{fit_s:.1f} | "
                       f"{s_test:.2f} | {s_unl:.2f} | {Xte.shape[0] / wall_s:.0f} | "
                       f"{wall / wall_s:.1f} | {cpu_s:.2f} | {cpu / max(cpu_s, 1e-9):.1f} |",
                       flush=True)
-                if args.method in ("laprls", "slack"):
+                if args.method in ("laprls", "slack") and not args.no_auto_rows:
                     auto_rows(Xtr, y, full, blocks, client, args, fraction, errors, wall, cpu)
             print(f"load at the end {os.getloadavg()[0]:.1f}")
 
@@ -299,6 +314,9 @@ def main(argv=None):
     rate.add_argument("--blocks", type=int, default=4)
     rate.add_argument("--repeats", type=int, default=2)
     rate.add_argument("--seed", type=int, default=0)
+    rate.add_argument("--no-auto-rows", action="store_true",
+                      help="only the sparse model at the full model's setting (no rows with "
+                           "gamma_A and gamma_I chosen on the labels)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if args.command == "throughput":

@@ -124,8 +124,10 @@ def sparse_flags(parser) -> None:
                         help="sparselaprls: basis size d, a row count (500) or a share of the "
                              "training rows (0.05; the default 0.1)")
     # no argparse choices: the estimator's own check names them
-    parser.add_argument("--basis", help="sparselaprls: how the basis is found: greedy (the "
-                                        "default), random, lasso, lars")
+    parser.add_argument("--basis", help="sparselaprls: how the basis is found: auto (the "
+                                        "default: greedy, checked on the labels against its "
+                                        "prefixes and a random basis), greedy, random, lasso, "
+                                        "lars")
     parser.add_argument("--method", help="sparselaprls: the objective on the basis: slack (the "
                                          "default), laprls, decoupled, sigmoid")
     parser.add_argument("--nu", type=float, help="sparselaprls: the slack coupling nu")

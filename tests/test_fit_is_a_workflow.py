@@ -25,6 +25,10 @@ def comparable(doc: dict) -> dict:
     out = {k: v for k, v in doc.items() if k not in NOT_COMPARED}
     out["history"] = [{k: v for k, v in record.items() if k != "seconds"}
                       if isinstance(record, dict) else record for record in doc["history"]]
+    # what a selection cost is compared in round trips; its seconds differ from run to run
+    if isinstance(doc.get("selection_cost_"), dict):
+        out["selection_cost_"] = {k: v for k, v in doc["selection_cost_"].items()
+                                  if "seconds" not in k}
     return out
 
 

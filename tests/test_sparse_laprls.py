@@ -569,3 +569,77 @@ def test_cli_gamma_A_auto_selects_on_the_basis(client, tmp_path):
     chosen = next(r for r in doc["selection_"] if r["chosen"])
     assert (doc["gamma_A_"], doc["gamma_I_"]) == (chosen["gamma_A"], chosen["gamma_I"])
     assert doc["selection_cost_"]["seconds"] > 0
+
+
+@pytest.mark.parametrize("nu", [None, 0.3], ids=["laprls", "slack"])
+def test_greedy_prefix_coefficients_are_the_minimizer_on_the_prefix(client, nu):
+    # basis="auto" scores the greedy's prefixes from its Cholesky factor: each must be the
+    # exact minimizer on those functions, as a fresh dense solve on the prefix gives it
+    quad, cols, _ = _setup(client, nu)
+    fit = solve.greedy_basis(quad, cols, 12, 6, np.random.default_rng(1))
+    for k in (1, 5, 12):
+        alone = solve.fit_on_basis(quad, cols, fit.basis[:k])
+        np.testing.assert_allclose(solve.prefix_coefs(fit, k), alone.beta, rtol=1e-8,
+                                   atol=1e-10)
+    np.testing.assert_allclose(solve.prefix_coefs(fit, 12), fit.beta, rtol=1e-10)
+
+
+def _hidden_fold_errors(est, X, y, graph, fold_rows, **params):
+    """Errors on ``fold_rows`` of SparseLapRLS(**params) fitted with those labels hidden."""
+    hidden = y.copy()
+    hidden[fold_rows] = -1
+    other = SparseLapRLS(**params).fit(X, hidden, graph=graph)
+    return int(np.sum(other.predict(X[fold_rows]) != y[fold_rows]))
+
+
+def test_auto_basis_is_checked_on_labels_its_basis_never_saw(client):
+    # the greedy basis is regrown without each fold's labels: the held-out errors in
+    # basis_selection_ are those of whole refits with that fold hidden, so a basis grown on
+    # the labels it is scored on (whose leave-one-out is optimistic) cannot pass itself off
+    from dask_ssl.models._graph_weight import truth_of
+    from dask_ssl.models._selection import fold_of
+
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    params = dict(method="slack", gamma_A=1e-3, gamma_I=30.0, nu=0.5, kernel_params=KP,
+                  n_basis=12, kappa=8, random_state=2)
+    est = SparseLapRLS(**params).fit(X, y, graph=graph)
+    sel = est.basis_selection_
+    assert [(r["basis"], r["n_basis"]) for r in sel] == [
+        ("greedy", 3), ("greedy", 6), ("greedy", 9), ("greedy", 12), ("random", 12)]
+    assert {r["criterion"] for r in sel} == {"cv"} and sum(r["chosen"] for r in sel) == 1
+    L = np.flatnonzero(y >= 0)
+    fold = fold_of(truth_of(np.where(y[L] == 1, 1.0, -1.0)[:, None]), 4)
+    for row in (sel[1], sel[3], sel[4]):
+        given = dict(params, basis=row["basis"], n_basis=row["n_basis"])
+        assert row["errors"] == sum(_hidden_fold_errors(est, X, y, graph, L[fold == f], **given)
+                                    for f in range(4))
+    # the fit is the chosen candidate's, on all the labels
+    chosen = next(r for r in sel if r["chosen"])
+    again = SparseLapRLS(**dict(params, basis=chosen["basis"],
+                                n_basis=chosen["n_basis"])).fit(X, y, graph=graph)
+    np.testing.assert_array_equal(est.basis_, again.basis_)
+    np.testing.assert_allclose(est.dual_coef_, again.dual_coef_, rtol=1e-8, atol=1e-10)
+    # the whole greedy basis is kept unless a candidate errs less beyond the noise
+    default = sel[3]
+    assert chosen is default or (chosen["errors"] < default["errors"] and chosen["passed"])
+
+
+def test_auto_basis_is_stored_and_warns_with_too_few_labels(client, tmp_path):
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    est = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    assert len(est.basis_selection_) == 5
+    save_model(est, tmp_path / "m")
+    assert load_model(tmp_path / "m").basis_selection_ == est.basis_selection_
+    # a model stored before basis="auto" existed loads with no basis selection
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    del doc["basis_selection_"]
+    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
+    assert load_model(tmp_path / "m").basis_selection_ == []
+    few = problem(client, n=60, n_labeled=4)[1]
+    with pytest.warns(SelectionWarning, match="greedy basis is used unchecked"):
+        lone = SparseLapRLS(n_basis=10, gamma_I=30.0, kernel_params=KP,
+                            random_state=0).fit(X, few, graph=graph)
+    greedy = SparseLapRLS(n_basis=10, gamma_I=30.0, kernel_params=KP, basis="greedy",
+                          random_state=0).fit(X, few, graph=graph)
+    assert lone.basis_selection_ == []
+    np.testing.assert_array_equal(lone.basis_, greedy.basis_)

@@ -76,7 +76,7 @@ SHARED = {
     "eig_tol": [POSITIVE],
     # sparse models (thesis ch. 5)
     "n_basis": [COUNT, Interval(RealNotInt, 0, 1, closed="right")],  # d: a count or a share of n
-    "basis": [StrOptions({"greedy", "random", "lasso", "lars"}), "array-like"],  # J
+    "basis": [StrOptions({"auto", "greedy", "random", "lasso", "lars"}), "array-like"],  # J
     "method": [StrOptions({"laprls", "slack", "decoupled", "sigmoid"})],  # objective on the basis
     "kappa": [COUNT],  # greedy candidates a step
     "nu": [POSITIVE],  # slack coupling

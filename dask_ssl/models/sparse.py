@@ -3,7 +3,9 @@
 The model is ``f(x) = sum_{j in J} beta_j K(x_j, x)`` over ``d = |J|`` training rows (the basis),
 so a new row costs ``d`` kernel evaluations instead of ``n``. The basis is grown by kernel
 matching pursuit (``basis="greedy"``), drawn at random, read off an l1 path (``"lasso"``,
-``"lars"``) or given; on it the estimator fits one of three objectives (``method``):
+``"lars"``) or given; by default (``"auto"``) it is the greedy's, checked on held-out labels
+against its prefixes and a random basis (:mod:`._basis_selection`). On it the estimator fits
+one of these objectives (``method``):
 
 - ``"laprls"``: LapRLS restricted to the basis (Eq 5.2; the thesis' GREEDY / RANDOM / LASSO /
   LARS rows of Tables 5.3 and 5.5);
@@ -22,6 +24,7 @@ The computations are in :mod:`dask_ssl.solvers.sparse`.
 from __future__ import annotations
 
 import time
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -39,7 +42,7 @@ from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.nystrom import NystromFeatures
 from ..linalg import RowBlocks
 from ..solvers import sparse as solve
-from ..solvers.greedy_state import BlockState
+from ..solvers.greedy_state import BlockColumns, BlockState
 from ..solvers.laplacian_power import LaplacianPower
 from ._clone import SharesClient
 from ._constraints import AUTO, POSITIVE, constraints, validate
@@ -51,13 +54,15 @@ from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
-from ._selection import CV_FOLDS, choose, enough_labels, fold_of, table, warn_unchecked
+from ._selection import (CV_FOLDS, MIN_PER_CLASS, SelectionWarning, choose, enough_labels,
+                         fold_of, table, warn_unchecked)
 from ._selection_cost import measured_fit, selecting
+from ._basis_selection import choose_basis
 from ._sparse_selection import AUTO_GAMMA_A, PILOT_GAMMA_A, select_on_basis
 from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
                        restore_expansion_info)
 
-BASES = ("greedy", "random", "lasso", "lars")
+BASES = ("auto", "greedy", "random", "lasso", "lars")
 METHODS = ("laprls", "slack", "decoupled", "sigmoid")
 #: The methods whose "auto" settings are scored by exact leave-one-out on one basis.
 ON_BASIS = ("laprls", "slack")
@@ -116,8 +121,18 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         that share of the ``n`` training rows (the thesis' ``d_max = 0.1 n``). Ignored when
         ``basis`` is an index array. A greedy or l1 basis may end smaller when no further
         row is linearly independent of it (``n_basis_`` is the size reached).
-    basis : {"greedy", "random", "lasso", "lars"} or array of int, default "greedy"
-        The index set J. ``"greedy"``: kernel matching pursuit with post-backfitting
+    basis : {"auto", "greedy", "random", "lasso", "lars"} or array of int, default "auto"
+        The index set J. ``"auto"``: the greedy basis, checked by cross-validation on the
+        labeled rows against its prefixes of a quarter, half and three quarters of ``d``
+        functions and against a random basis of ``d`` (each fold's basis grown again without
+        that fold's labels, at the given ``gamma_A`` and ``gamma_I`` or the pilot ones;
+        :mod:`dask_ssl.models._basis_selection`); the whole greedy basis is kept unless a
+        candidate errs less beyond the noise (the shared rule of
+        :mod:`dask_ssl.models._selection`), and the candidates are in ``basis_selection_``.
+        With many more basis functions than labels the greedy can spend its last functions
+        on fitting the labels, which only labels it did not see reveal. It costs
+        ``CV_FOLDS`` further greedy fits. With fewer than 5 labeled rows in a class: the
+        greedy basis, with a warning. ``"greedy"``: kernel matching pursuit with post-backfitting
         (thesis 5.1.1) on the objective of ``method``: each step scores ``kappa`` random rows
         outside J by ``g_j^2 / h_j`` (the first and second derivative of the objective in the
         new coefficient at ``beta_J`` fixed; twice the decrease of the best one-dimensional
@@ -161,7 +176,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         labeled rows in a class it is the seeds' 1e4, with a
         :class:`~dask_ssl.models._selection.SelectionWarning`. The value used is
         ``gamma_I_``; the candidates are in ``selection_``. With ``method="laprls"`` or
-        ``"slack"`` the basis is chosen once, at the seeds' 1e4 (and ``gamma_A`` given, or
+        ``"slack"`` the basis (its kind and size first chosen by ``basis="auto"``) is chosen
+        once, at the seeds' 1e4 (and ``gamma_A`` given, or
         1e-6 for ``"auto"``), and every ``(gamma_A, gamma_I)`` candidate is scored on it by
         exact leave-one-out over the labeled rows, closed form through the ``d x d`` system
         of the method on that basis (for the slack method, ``f`` refitted on every row too;
@@ -254,6 +270,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         (:func:`dask_ssl.models._selection.table`) and the ``criterion``: ``"loo"`` with its
         ``gamma_A`` and ``gamma_I`` for ``method="laprls"`` / ``"slack"``, ``"cv"`` with its
         ``gamma_I`` otherwise; empty otherwise.
+    basis_selection_ : list of dict
+        With ``basis="auto"`` and enough labels: per candidate basis its ``basis``
+        (``"greedy"`` or ``"random"``) and ``n_basis``, the held-out ``errors``, ``error``,
+        ``stderr``, ``squared`` residual, ``passed`` (against the whole greedy basis) and
+        ``chosen``, with ``criterion`` ``"cv"``; empty otherwise (and for models stored
+        before it existed).
     selection_cost_ : dict or None
         What the selection cost beside the fit at the chosen setting: the ``seconds`` and
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
@@ -262,7 +284,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
     """
 
-    def __init__(self, *, n_basis=0.1, basis="greedy", method="slack", kappa=50,
+    def __init__(self, *, n_basis=0.1, basis="auto", method="slack", kappa=50,
                  gamma_A=1e-6, gamma_I="auto", nu=1.0, rho=1.0, kernel="rbf",
                  kernel_params=None,
                  n_neighbors=10, metric="euclidean", weights="heat", t=None,
@@ -337,7 +359,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         client = get_client(self.client)
         # beyond DENSE_MAX_ROWS the greedy scores its candidates on the workers, beside the
         # row blocks (solvers.greedy_state): rows held there are not gathered to the driver
-        greedy_on_workers = (given is None and self.basis == "greedy"
+        greedy_on_workers = (given is None and self.basis in ("auto", "greedy")
                              and n > solve.DENSE_MAX_ROWS)
         points = blocks = None
         if greedy_on_workers and isinstance(X, RowBlocks):
@@ -376,13 +398,17 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         else:
             M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
         Ybar = labels.columns()
-        columns = None if points is None else solve.KernelColumns(points, self.kernel, kparams)
+        # rows left on the workers give kernel columns there (a random basis of "auto")
+        columns = (BlockColumns(blocks, self.kernel, kparams) if points is None
+                   else solve.KernelColumns(points, self.kernel, kparams))
         problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n,
+                       kind=None if given is not None else self.basis,
                        blocks=blocks if greedy_on_workers else None, kernel_params=kparams)
         # small dense solves gain nothing from BLAS threads, and on a shared host they lose
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
         try:
             with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
+                basis_selection = self._resolve_basis(problem, Ybar, labeled, unit)
                 if self.method in ON_BASIS and "auto" in (self.gamma_A, self.gamma_I):
                     gamma_A, gamma_I, selection, out = self._select_on_basis(
                         problem, Ybar, labeled, unit)
@@ -413,6 +439,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.history_ = [float(v) for v in out["history"]]
         self.n_iter_ = int(out["n_iter"])
         self.selection_ = selection
+        self.basis_selection_ = basis_selection
         self.graph_ = graph
         self.diagnostics_ = diag
         self.n_neighbors_ = k
@@ -424,6 +451,35 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.transduction_ = self._labels_from_scores(S)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _resolve_basis(self, problem, Ybar, labeled, unit) -> list:
+        """With ``basis="auto"``: set ``problem``'s basis kind and size to the candidate
+        :func:`~._basis_selection.choose_basis` keeps, the basis regrown in every fold at the
+        pilot setting (the given ``gamma_A`` and ``gamma_I``, else
+        :data:`~._sparse_selection.PILOT_GAMMA_A` and the seeds' ``gamma_I``); returns
+        ``basis_selection_``. With fewer than 5 labeled rows in a class: the greedy basis,
+        with a warning. Any other ``basis``: as given, nothing selected."""
+        if problem["kind"] != "auto":
+            return []
+        problem["kind"] = "greedy"
+        if not enough_labels(truth_of(Ybar[labeled])):
+            warnings.warn(f"SparseLapRLS: fewer than {MIN_PER_CLASS} labeled rows in a class, "
+                          "too few to check the greedy basis against its prefixes and a random "
+                          "basis on them; the greedy basis is used unchecked", SelectionWarning,
+                          stacklevel=4)
+            return []
+        gamma_A = PILOT_GAMMA_A if self.gamma_A == "auto" else float(self.gamma_A)
+        weight = (SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)) * unit
+
+        def grow(kind, train):
+            problem["kind"] = kind
+            return self._solve(problem, weight, Ybar * train[:, None], train,
+                               gamma_A=gamma_A, grow_only=True)["fit"]
+
+        with selecting():
+            (kind, size), selection = choose_basis(grow, labeled, Ybar, problem["d"])
+        problem["kind"], problem["d"] = kind, size
+        return selection
 
     def _gamma_I(self, problem, Ybar, labeled, unit):
         """``(gamma_I, selection_)`` of ``method="decoupled"`` / ``"sigmoid"``: the given
@@ -530,11 +586,11 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             fidelity = np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
             F = self._fsystem(problem, fidelity, g).solve(Ybar)
             quad = solve.regression_quadratic(F, a, nu)
-        gamma_S, given, d = None, problem["given"], problem["d"]
+        gamma_S, given, d, kind = None, problem["given"], problem["d"], problem["kind"]
         if fixed is not None:
             fit = solve.fit_on_basis(quad, lambda idx: fixed.KNJ, fixed.basis)
             fit.history = fixed.history
-        elif given is None and self.basis == "greedy":
+        elif kind == "greedy":
             state = None
             if problem["blocks"] is not None:
                 state = BlockState(problem["blocks"], self.kernel, problem["kernel_params"],
@@ -547,11 +603,11 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         else:
             if given is not None:
                 J = given
-            elif self.basis == "random":
+            elif kind == "random":
                 J = np.sort(rng.choice(problem["n"], d, replace=False))
             else:
                 J, gamma_S = solve.l1_basis(quad, columns, d,
-                                            "lasso" if self.basis == "lasso" else "lar")
+                                            "lasso" if kind == "lasso" else "lar")
             fit = solve.fit_on_basis(quad, columns, J)
         if grow_only:
             return dict(fit=fit, fsys=fsys, gamma_S=gamma_S)
@@ -587,7 +643,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     # persistence (see artifact.py) --------------------------------------------------------
     def _fitted_info(self) -> dict:
         return {**expansion_info(self), "n_basis_": int(self.n_basis_),
-                "gamma_S_": self.gamma_S_, "gamma_A_": float(self.gamma_A_)}
+                "gamma_S_": self.gamma_S_, "gamma_A_": float(self.gamma_A_),
+                "basis_selection_": self.basis_selection_}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -607,4 +664,6 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # models stored before gamma_A was selected used the given gamma_A
         self.gamma_A_ = doc.get("gamma_A_", self.gamma_A)
         self.gamma_S_ = doc["gamma_S_"]
+        # models stored before basis="auto" existed chose no basis on the labels
+        self.basis_selection_ = doc.get("basis_selection_", [])
         self.graph_scores_ = None

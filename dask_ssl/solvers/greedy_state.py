@@ -123,6 +123,24 @@ def _stack(parts):
     return sp.vstack(parts, format="csr") if sp.issparse(parts[0]) else np.vstack(parts)
 
 
+def read_rows(blocks, idx) -> np.ndarray | sp.csr_matrix:
+    """Rows ``idx`` (in that order) of the row blocks ``blocks``, read from their blocks."""
+    idx = np.asarray(idx, dtype=np.int64)
+    order = np.argsort(idx, kind="stable")
+    sorted_idx = idx[order]
+    block = np.searchsorted(blocks.offsets, sorted_idx, side="right") - 1
+    parts = blocks.call(_take, per_block=[(sorted_idx[block == b] - blocks.offsets[b],)
+                                          for b in range(blocks.n_blocks)])
+    taken = _stack(parts)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)
+    return taken[inverse]
+
+
+def _kernel_columns(i, X, Xc, kernel, kernel_params):
+    return kernel_matrix(X, Xc, kernel=kernel, kernel_params=kernel_params)
+
+
 class BlockState:
     """The greedy's state on the workers, beside the row blocks ``blocks`` of the training
     rows (in the quadratic's row order); ``r`` is sent once, split like the blocks. The
@@ -141,17 +159,7 @@ class BlockState:
 
     def rows(self, idx) -> np.ndarray | sp.csr_matrix:
         """Training rows ``idx`` (in that order), read from their blocks."""
-        idx = np.asarray(idx, dtype=np.int64)
-        order = np.argsort(idx, kind="stable")
-        sorted_idx = idx[order]
-        block = np.searchsorted(self.blocks.offsets, sorted_idx, side="right") - 1
-        parts = self.blocks.call(_take, per_block=[(sorted_idx[block == b]
-                                                    - self.blocks.offsets[b],)
-                                                   for b in range(self.blocks.n_blocks)])
-        taken = _stack(parts)
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(order.size)
-        return taken[inverse]
+        return read_rows(self.blocks, idx)
 
     def candidates(self, cand) -> np.ndarray:
         Xc = self.rows(cand)
@@ -178,3 +186,20 @@ class BlockState:
 
     def close(self) -> None:
         self.blocks.client.run(workerstate.drop, self.token)
+
+
+class BlockColumns:
+    """Kernel columns ``K(X, X[idx])`` of training rows held as row blocks on the workers, as
+    :class:`~dask_ssl.solvers.sparse.KernelColumns` gives them for rows on the driver: the
+    rows ``idx`` are read from their blocks and each block returns its rows of the columns."""
+
+    def __init__(self, blocks, kernel, kernel_params):
+        self.blocks, self.kernel, self.kernel_params = blocks, kernel, kernel_params
+        self.n = blocks.n_rows
+        self.evaluated = 0
+
+    def __call__(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        self.evaluated += idx.size
+        Xc = read_rows(self.blocks, idx)
+        return np.vstack(self.blocks.call(_kernel_columns, Xc, self.kernel, self.kernel_params))

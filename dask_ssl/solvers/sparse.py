@@ -200,7 +200,10 @@ class BasisFit:
     ``basis``: row indices in the order they entered; ``beta`` (d, n_columns); ``objective``
     per column (thesis units); ``history``: the objective (summed over columns) after each
     basis function entered (greedy); ``KNJ``: the basis' kernel columns; ``gamma_S``: the l1
-    weight at which the path reached the basis (``basis="lasso"/"lars"``, per column)."""
+    weight at which the path reached the basis (``basis="lasso"/"lars"``, per column);
+    ``factor`` and ``rhs`` (greedy): the lower Cholesky factor of ``H_JJ`` and ``K_JN r`` in
+    the order of entry, from which every prefix of the basis has its minimizer
+    (:func:`prefix_coefs`)."""
 
     basis: np.ndarray
     beta: np.ndarray
@@ -208,6 +211,15 @@ class BasisFit:
     KNJ: np.ndarray
     history: list = field(default_factory=list)
     gamma_S: list | None = None
+    factor: np.ndarray | None = None
+    rhs: np.ndarray | None = None
+
+
+def prefix_coefs(fit: BasisFit, k: int) -> np.ndarray:
+    """The minimizer of (*) on the first ``k`` functions of a greedy basis, shape
+    ``(k, n_columns)``: ``H_JJ`` of a prefix is the leading block of the whole basis' and its
+    Cholesky factor the leading block of the factor, so no new solve of ``Q`` is needed."""
+    return cho_solve((fit.factor[:k, :k], True), fit.rhs[:k])
 
 
 def candidate_scores(quad: Quadratic, Kc, QKc, cand, KNJ, beta, basis):
@@ -282,7 +294,7 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
     d = len(state.basis)
     objective = quad.c0 - 0.5 * np.sum(b[:d] * beta, axis=0)
     return BasisFit(np.asarray(state.basis, dtype=np.int64), beta, objective,
-                    state.basis_columns(), trace)
+                    state.basis_columns(), trace, factor=chol[:d, :d], rhs=b[:d])
 
 
 def fit_on_basis(quad: Quadratic, columns: KernelColumns, basis) -> BasisFit:
