@@ -19,7 +19,10 @@ rows and without a choice), as the direct and primal solvers choose. LapSVM chec
 candidate against the best supervised one with its own loss, the squared hinge, by
 cross-validation (:func:`._graph_weight.confirm`), as :class:`LinearLapSVM` does.
 
-The feature blocks of the chosen width are kept for the fit that follows, the others dropped.
+What the chosen width formed is the fit's that follows (:func:`._nystrom_manifold.fit_nystrom`):
+its feature blocks, lined up with the graph on the workers beside the labels, the shared
+Laplacian operator and (Gram path) ``G``, the right-hand side and ``H``, so that fit forms
+nothing again; the other widths' are dropped.
 """
 
 from __future__ import annotations
@@ -40,12 +43,12 @@ from .base import GRAM_MAX_FEATURES
 
 class _Width:
     """One candidate width's feature space: its map, feature blocks, lined-up data and graph,
-    labeled rows and (Gram path) the Gram matrices ``G`` of the labeled loss and ``H`` of the
-    graph term."""
+    labeled rows and (Gram path) the Gram matrix ``G`` and right-hand side ``R`` of the
+    labeled loss and the Gram matrix ``H`` of the graph term."""
 
-    def __init__(self, fm, features, dg, Xl, cl, Yl, G=None, H=None):
+    def __init__(self, fm, features, dg, Xl, cl, Yl, G=None, R=None, H=None):
         self.fm, self.features, self.dg = fm, features, dg
-        self.Xl, self.cl, self.Yl, self.G, self.H = Xl, cl, Yl, G, H
+        self.Xl, self.cl, self.Yl, self.G, self.R, self.H = Xl, cl, Yl, G, R, H
 
     def graph_product(self, P):
         return self.dg.product(P, gamma_I=1.0)
@@ -75,8 +78,12 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
     -------
     dict
         ``width`` (index into ``candidates``), ``feature_map`` (its fitted map),
-        ``features`` (its feature blocks), ``gamma_I`` (in ``est``'s units) and ``selection``.
+        ``features`` (its feature blocks), ``prepared`` (what the width formed on the
+        workers, for :meth:`~.linear_manifold.LinearLapRLS.fit_prepared`, which frees it),
+        ``gamma_I`` (in ``est``'s units) and ``selection``.
     """
+    from .linear_manifold import _GraphFit
+
     fm = NystromFeatures(kernel=est.kernel, kernel_params=candidates[0],
                          n_components=est.n_components, landmarks=est.landmarks,
                          random_state=est.random_state).fit(blocks)
@@ -84,6 +91,7 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
     unit = graph_term_weight_on(est, graph, 1.0)
     op = LaplacianOperator(graph, normalized=est.normalized, p=p)
     widths, outputs, rows, effective = [], [], [], []
+    prepared = None
     try:
         with selecting():
             for w, params in enumerate(candidates):
@@ -106,7 +114,6 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
                           "gamma_I": float(weight / unit)}
                          for rho, weight in zip(shares, weights)]
                 effective += [(w, weight) for weight in weights]
-                space.G = None  # the Gram matrices of the labeled loss are not needed again
             Yl = widths[0].Yl
             wrong, squared = held_out_scores(outputs, Yl)
             best = choose(wrong, squared, supervised=0)
@@ -119,12 +126,16 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
                 if not _confirmed(est, widths, effective[fallback][0], w, weight, selection,
                                   [rows[fallback], rows[best]]):
                     w, weight = effective[fallback]
-        return {"width": w, "feature_map": widths[w].fm, "features": widths[w].features,
-                "gamma_I": float(weight / unit), "selection": selection}
+        space = widths[w]
+        prepared = _GraphFit(space.dg, op, 0, H=space.H, G=space.G, R=space.R)
+        return {"width": w, "feature_map": space.fm, "features": space.features,
+                "prepared": prepared, "gamma_I": float(weight / unit), "selection": selection}
     finally:
         for space in widths:
-            space.dg.close()
-        op.close()
+            if prepared is None or space.dg is not prepared.dg:
+                space.dg.close()
+        if prepared is None:
+            op.close()
 
 
 def _scale(est, space) -> float:
@@ -139,9 +150,9 @@ def _scale(est, space) -> float:
 def _space(fm, blocks, op, labels, bias, *, graph_term: bool) -> _Width:
     """The feature blocks of ``fm`` on ``blocks``, lined up with the graph, with the labels
     beside them (costs ``1/l`` on the labeled rows, as the linear estimators' fit sets them),
-    and on the Gram path the width's ``G`` and ``H`` (zero without a ``graph_term``: with
-    ``gamma_I=0`` given only the supervised candidates are scored, and ``H``, the costliest
-    product, is not formed)."""
+    and on the Gram path the width's ``G``, ``R`` and ``H`` (zero without a ``graph_term``:
+    with ``gamma_I=0`` given only the supervised candidates are scored, and ``H``, the
+    costliest product, is not formed; the fit at ``gamma_I=0`` multiplies it by 0)."""
     from .linear_manifold import LinearLapRLS
 
     features = fm.transform(blocks)
@@ -153,8 +164,8 @@ def _space(fm, blocks, op, labels, bias, *, graph_term: bool) -> _Width:
         Xl, cl, Yl = dg.rows_where("c", "y")
         if features.n_features > GRAM_MAX_FEATURES:
             return _Width(fm, features, dg, Xl, cl, Yl)
-        G = dg.weighted_gram("c", "y")[0]
-        return _Width(fm, features, dg, Xl, cl, Yl, G,
+        G, R = dg.weighted_gram("c", "y")
+        return _Width(fm, features, dg, Xl, cl, Yl, G, R,
                       dg.gram() if graph_term else np.zeros_like(G))
     except BaseException:
         dg.close()
