@@ -32,6 +32,7 @@ import numpy as np
 from ..graph.data_graph import DataGraph
 from ..graph.laplacian import LaplacianOperator
 from ..kernels.nystrom import NystromFeatures
+from ..linalg.blas import single_blas_thread
 from ._graph_seam import graph_term_weight_on
 from ._graph_weight import (AUTO_RHO, confirm, cv_scale, cv_weight_outputs, deformed_gram,
                             held_out_scores, loo_weight_outputs, share_scale, squared_hinge,
@@ -103,13 +104,17 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
                     weights = [rho * scale for rho in shares]
                 else:
                     shares, weights = (None,), [float(est.gamma_I) * unit]
-                if space.H is not None:
-                    outputs += loo_weight_outputs(space.G, space.H, space.Xl, space.cl,
-                                                  space.Yl, gamma_A, weights)
-                else:
-                    outputs += cv_weight_outputs(space.graph_product, space.Xl, space.cl,
-                                                 space.Yl, gamma_A, weights,
-                                                 maxiter=est.max_iter)
+                # The candidates' factorizations run on the driver between round trips, as
+                # the linear fits' solves do (models.base): a threaded BLAS there competes
+                # with the workers for the same cores and slowed them several times over.
+                with single_blas_thread():
+                    if space.H is not None:
+                        outputs += loo_weight_outputs(space.G, space.H, space.Xl, space.cl,
+                                                      space.Yl, gamma_A, weights)
+                    else:
+                        outputs += cv_weight_outputs(space.graph_product, space.Xl, space.cl,
+                                                     space.Yl, gamma_A, weights,
+                                                     maxiter=est.max_iter)
                 rows += [{"gamma": params["gamma"], **({} if rho is None else {"rho": rho}),
                           "gamma_I": float(weight / unit)}
                          for rho, weight in zip(shares, weights)]
@@ -123,8 +128,10 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
                 supervised = [j for j, row in enumerate(rows) if row["gamma_I"] == 0]
                 fallback = supervised[choose(wrong[supervised], squared[supervised],
                                              supervised=0)]
-                if not _confirmed(est, widths, effective[fallback][0], w, weight, selection,
-                                  [rows[fallback], rows[best]]):
+                with single_blas_thread():
+                    confirmed = _confirmed(est, widths, effective[fallback][0], w, weight,
+                                           selection, [rows[fallback], rows[best]])
+                if not confirmed:
                     w, weight = effective[fallback]
         space = widths[w]
         prepared = _GraphFit(space.dg, op, 0, H=space.H, G=space.G, R=space.R)
