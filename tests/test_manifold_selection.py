@@ -208,21 +208,61 @@ def test_the_choice_is_stored_with_the_model(client, tmp_path):
     np.testing.assert_array_equal(old.predict(X), est.predict(X))
 
 
-def test_nystrom_path_chooses_through_the_linear_estimator(client):
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_nystrom_path_chooses_through_the_linear_estimator(client, monkeypatch, cls):
     """With n_components the gamma_I candidates are the linear estimators' (shares of the graph
-    term), reported in this estimator's gamma_I units, at each candidate width: the chosen
-    gamma_I and width given by hand are the fit."""
+    term), reported in this estimator's gamma_I units, at each candidate width. The fit at the
+    choice runs on what the choice formed (each width's Gram matrices are formed once, the
+    chosen one's not again) and equals the fit given the chosen gamma_I and width by hand."""
+    from dask_ssl.graph.data_graph import DataGraph
+
     X, y = two_moons(n=400, noise=0.1, seed=5)
     train = labels_per_class((y > 0).astype(int), 10, seed=5)
-    est = LapRLS(n_components=60, client=client, random_state=0).fit(X, train)
+    formed = {"gram": 0, "weighted_gram": 0}
+    for name in formed:
+        def counted(self, *args, _name=name, _method=getattr(DataGraph, name)):
+            formed[_name] += 1
+            return _method(self, *args)
+        monkeypatch.setattr(DataGraph, name, counted)
+    est = cls(n_components=60, client=client, random_state=0).fit(X, train)
+    monkeypatch.undo()
+    assert formed == {key: len(width_candidates(1.0)) for key in formed}
     row = chosen_row(est.selection_)
-    assert row["gamma_I"] == pytest.approx(est.gamma_I_, rel=1e-12)
+    assert est.gamma_I_ > 0 and row["gamma_I"] == pytest.approx(est.gamma_I_, rel=1e-12)
     assert est.gamma_I_effective_ == pytest.approx(est.gamma_I_ / 400 ** 2, rel=1e-12)
     assert est.kernel_params_ == {"gamma": row["gamma"]}
-    fixed = LapRLS(gamma_I=est.gamma_I_, kernel_params=est.kernel_params_, n_components=60,
-                   client=client, random_state=0).fit(X, train)
+    fixed = cls(gamma_I=est.gamma_I_, kernel_params=est.kernel_params_, n_components=60,
+                client=client, random_state=0).fit(X, train, graph=est.graph_)
     assert fixed.selection_ == []
-    np.testing.assert_allclose(est.dual_coef_, fixed.dual_coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(est.decision_function(X), fixed.decision_function(X),
+                               rtol=1e-10, atol=1e-10)
+    assert est.objective_ == pytest.approx(fixed.objective_, rel=1e-10)
+
+
+def test_nystrom_lost_worker_in_the_width_choice_repeats_the_fit(client, monkeypatch):
+    """A worker lost while the width is chosen repeats the fit from its inputs, as on the
+    other paths (counted in restarts_), to the fit of an uninterrupted run."""
+    from dask_ssl.linalg.workerstate import StateLost
+    from dask_ssl.models import _nystrom_width
+
+    X, y = two_moons(n=300, noise=0.1, seed=2)
+    train = labels_per_class((y > 0).astype(int), 8, seed=2)
+    kw = dict(n_components=40, client=client, random_state=0)
+    clean = LapRLS(**kw).fit(X, train)
+    space, calls = _nystrom_width._space, []
+
+    def losing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the second width, mid-choice
+            raise StateLost("block 0 of dg-test is not in this process")
+        return space(*args, **kwargs)
+
+    monkeypatch.setattr(_nystrom_width, "_space", losing)
+    est = LapRLS(**kw).fit(X, train, graph=clean.graph_)
+    assert est.restarts_ == 1 and len(calls) == 2 + len(width_candidates(1.0))
+    assert est.selection_ == clean.selection_
+    np.testing.assert_allclose(est.decision_function(X), clean.decision_function(X),
+                               rtol=1e-10, atol=1e-10)
 
 
 @pytest.mark.parametrize("gamma_I", [0.0, 10.0])

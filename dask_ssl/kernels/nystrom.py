@@ -25,6 +25,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from ..linalg.blas import single_blas_thread
 from ..linalg.rowblocks import RowBlocks, is_dask_array
 from .base import check_kernel, kernel_matrix
 
@@ -137,7 +138,11 @@ class NystromFeatures:
         """``K_mm^-1/2`` of the landmarks at ``kernel_params_``."""
         m = self.components_.shape[0]
         K = kernel_matrix(self.components_, kernel=self.kernel, kernel_params=self.kernel_params_)
-        vals, vecs = scipy.linalg.eigh(0.5 * (K + K.T))
+        # on the driver, beside the workers' processes: a threaded BLAS there competes with
+        # them for the same cores (as in models.base), and one thread gives the same factors
+        # whichever map (fit, on_landmarks) forms them
+        with single_blas_thread():
+            vals, vecs = scipy.linalg.eigh(0.5 * (K + K.T))
         keep = vals > max(vals[-1], 0.0) * m * np.finfo(np.float64).eps
         self.normalization_ = vecs[:, keep] / np.sqrt(vals[keep])
         self.n_features_out_ = int(keep.sum())

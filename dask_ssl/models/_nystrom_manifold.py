@@ -16,7 +16,8 @@ store are those of the exact estimators with the landmarks as expansion points.
 
 Where the RBF width is chosen, each candidate width is a feature space of its own on the same
 landmarks; :mod:`._nystrom_width` chooses the width with ``gamma_I`` and the linear fit at the
-chosen setting runs on that width's features, computed once.
+chosen setting runs on what that width formed for the choice (its features lined up with the
+graph and, on the Gram path, its Gram matrices), computed once.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def fit_nystrom(est, blocks: RowBlocks, labels, graph, setting, candidates, clie
             chosen = choose_width(est, blocks, labels, graph, setting[1], candidates,
                                   bias=linear is LinearLapSVM)
             inner = _inner(est, linear, setting, None, chosen["gamma_I"], client)
-            inner.fit(chosen["features"], labels.codes, graph=graph)
+            inner.fit_prepared(chosen["prepared"], chosen["features"], labels.codes, graph)
             return {**_attributes(inner, chosen["feature_map"], labels),
                     "kernel_params_": candidates[chosen["width"]],
                     "gamma_I_": chosen["gamma_I"], "selection_": chosen["selection"]}
@@ -82,4 +83,5 @@ def _attributes(inner, fm, labels) -> dict:
             "intercept_": np.asarray(inner.intercept_, dtype=float),
             "objective_": float(objective) if objective.ndim == 0 else objective,
             "n_iter_": inner.n_iter_, "history_": inner.history_,
-            "classes_": labels.classes, "gamma_I_effective_": inner.gamma_I_effective_}
+            "classes_": labels.classes, "gamma_I_effective_": inner.gamma_I_effective_,
+            "restarts_": inner.restarts_}

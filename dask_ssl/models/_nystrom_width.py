@@ -19,7 +19,10 @@ rows and without a choice), as the direct and primal solvers choose. LapSVM chec
 candidate against the best supervised one with its own loss, the squared hinge, by
 cross-validation (:func:`._graph_weight.confirm`), as :class:`LinearLapSVM` does.
 
-The feature blocks of the chosen width are kept for the fit that follows, the others dropped.
+What the chosen width formed is the fit's that follows (:func:`._nystrom_manifold.fit_nystrom`):
+its feature blocks, lined up with the graph on the workers beside the labels, the shared
+Laplacian operator and (Gram path) ``G``, the right-hand side and ``H``, so that fit forms
+nothing again; the other widths' are dropped.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 from ..graph.data_graph import DataGraph
 from ..graph.laplacian import LaplacianOperator
 from ..kernels.nystrom import NystromFeatures
+from ..linalg.blas import single_blas_thread
 from ._graph_seam import graph_term_weight_on
 from ._graph_weight import (AUTO_RHO, confirm, cv_scale, cv_weight_outputs, deformed_gram,
                             held_out_scores, loo_weight_outputs, share_scale, squared_hinge,
@@ -40,12 +44,12 @@ from .base import GRAM_MAX_FEATURES
 
 class _Width:
     """One candidate width's feature space: its map, feature blocks, lined-up data and graph,
-    labeled rows and (Gram path) the Gram matrices ``G`` of the labeled loss and ``H`` of the
-    graph term."""
+    labeled rows and (Gram path) the Gram matrix ``G`` and right-hand side ``R`` of the
+    labeled loss and the Gram matrix ``H`` of the graph term."""
 
-    def __init__(self, fm, features, dg, Xl, cl, Yl, G=None, H=None):
+    def __init__(self, fm, features, dg, Xl, cl, Yl, G=None, R=None, H=None):
         self.fm, self.features, self.dg = fm, features, dg
-        self.Xl, self.cl, self.Yl, self.G, self.H = Xl, cl, Yl, G, H
+        self.Xl, self.cl, self.Yl, self.G, self.R, self.H = Xl, cl, Yl, G, R, H
 
     def graph_product(self, P):
         return self.dg.product(P, gamma_I=1.0)
@@ -75,8 +79,12 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
     -------
     dict
         ``width`` (index into ``candidates``), ``feature_map`` (its fitted map),
-        ``features`` (its feature blocks), ``gamma_I`` (in ``est``'s units) and ``selection``.
+        ``features`` (its feature blocks), ``prepared`` (what the width formed on the
+        workers, for :meth:`~.linear_manifold.LinearLapRLS.fit_prepared`, which frees it),
+        ``gamma_I`` (in ``est``'s units) and ``selection``.
     """
+    from .linear_manifold import _GraphFit
+
     fm = NystromFeatures(kernel=est.kernel, kernel_params=candidates[0],
                          n_components=est.n_components, landmarks=est.landmarks,
                          random_state=est.random_state).fit(blocks)
@@ -84,6 +92,7 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
     unit = graph_term_weight_on(est, graph, 1.0)
     op = LaplacianOperator(graph, normalized=est.normalized, p=p)
     widths, outputs, rows, effective = [], [], [], []
+    prepared = None
     try:
         with selecting():
             for w, params in enumerate(candidates):
@@ -95,18 +104,21 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
                     weights = [rho * scale for rho in shares]
                 else:
                     shares, weights = (None,), [float(est.gamma_I) * unit]
-                if space.H is not None:
-                    outputs += loo_weight_outputs(space.G, space.H, space.Xl, space.cl,
-                                                  space.Yl, gamma_A, weights)
-                else:
-                    outputs += cv_weight_outputs(space.graph_product, space.Xl, space.cl,
-                                                 space.Yl, gamma_A, weights,
-                                                 maxiter=est.max_iter)
+                # The candidates' factorizations run on the driver between round trips, as
+                # the linear fits' solves do (models.base): a threaded BLAS there competes
+                # with the workers for the same cores and slowed them several times over.
+                with single_blas_thread():
+                    if space.H is not None:
+                        outputs += loo_weight_outputs(space.G, space.H, space.Xl, space.cl,
+                                                      space.Yl, gamma_A, weights)
+                    else:
+                        outputs += cv_weight_outputs(space.graph_product, space.Xl, space.cl,
+                                                     space.Yl, gamma_A, weights,
+                                                     maxiter=est.max_iter)
                 rows += [{"gamma": params["gamma"], **({} if rho is None else {"rho": rho}),
                           "gamma_I": float(weight / unit)}
                          for rho, weight in zip(shares, weights)]
                 effective += [(w, weight) for weight in weights]
-                space.G = None  # the Gram matrices of the labeled loss are not needed again
             Yl = widths[0].Yl
             wrong, squared = held_out_scores(outputs, Yl)
             best = choose(wrong, squared, supervised=0)
@@ -116,15 +128,21 @@ def choose_width(est, blocks, labels, graph, p, candidates, *, bias: bool) -> di
                 supervised = [j for j, row in enumerate(rows) if row["gamma_I"] == 0]
                 fallback = supervised[choose(wrong[supervised], squared[supervised],
                                              supervised=0)]
-                if not _confirmed(est, widths, effective[fallback][0], w, weight, selection,
-                                  [rows[fallback], rows[best]]):
+                with single_blas_thread():
+                    confirmed = _confirmed(est, widths, effective[fallback][0], w, weight,
+                                           selection, [rows[fallback], rows[best]])
+                if not confirmed:
                     w, weight = effective[fallback]
-        return {"width": w, "feature_map": widths[w].fm, "features": widths[w].features,
-                "gamma_I": float(weight / unit), "selection": selection}
+        space = widths[w]
+        prepared = _GraphFit(space.dg, op, 0, H=space.H, G=space.G, R=space.R)
+        return {"width": w, "feature_map": space.fm, "features": space.features,
+                "prepared": prepared, "gamma_I": float(weight / unit), "selection": selection}
     finally:
         for space in widths:
-            space.dg.close()
-        op.close()
+            if prepared is None or space.dg is not prepared.dg:
+                space.dg.close()
+        if prepared is None:
+            op.close()
 
 
 def _scale(est, space) -> float:
@@ -139,9 +157,9 @@ def _scale(est, space) -> float:
 def _space(fm, blocks, op, labels, bias, *, graph_term: bool) -> _Width:
     """The feature blocks of ``fm`` on ``blocks``, lined up with the graph, with the labels
     beside them (costs ``1/l`` on the labeled rows, as the linear estimators' fit sets them),
-    and on the Gram path the width's ``G`` and ``H`` (zero without a ``graph_term``: with
-    ``gamma_I=0`` given only the supervised candidates are scored, and ``H``, the costliest
-    product, is not formed)."""
+    and on the Gram path the width's ``G``, ``R`` and ``H`` (zero without a ``graph_term``:
+    with ``gamma_I=0`` given only the supervised candidates are scored, and ``H``, the
+    costliest product, is not formed; the fit at ``gamma_I=0`` multiplies it by 0)."""
     from .linear_manifold import LinearLapRLS
 
     features = fm.transform(blocks)
@@ -153,8 +171,8 @@ def _space(fm, blocks, op, labels, bias, *, graph_term: bool) -> _Width:
         Xl, cl, Yl = dg.rows_where("c", "y")
         if features.n_features > GRAM_MAX_FEATURES:
             return _Width(fm, features, dg, Xl, cl, Yl)
-        G = dg.weighted_gram("c", "y")[0]
-        return _Width(fm, features, dg, Xl, cl, Yl, G,
+        G, R = dg.weighted_gram("c", "y")
+        return _Width(fm, features, dg, Xl, cl, Yl, G, R,
                       dg.gram() if graph_term else np.zeros_like(G))
     except BaseException:
         dg.close()

@@ -67,12 +67,16 @@ def _fingerprint(product, R) -> dict:
 class _GraphFit:
     """What one fit of a linear graph estimator holds on the workers: the feature rows lined up
     with the graph's (:class:`~dask_ssl.graph.data_graph.DataGraph`) and its Laplacian
-    operator; the graph Gram ``H`` on the small-d path; CG counts of the LapSVM solves."""
+    operator; the graph Gram ``H`` on the small-d path; CG counts of the LapSVM solves. A
+    caller that formed them already for the fit's labels (:meth:`_LinearManifold.fit_prepared`)
+    also hands over the labeled loss's Gram ``G`` and right-hand side ``R``."""
 
     dg: DataGraph
     op: LaplacianOperator
     trips0: int
     H: np.ndarray | None = None
+    G: np.ndarray | None = None
+    R: np.ndarray | None = None
     n_cg: list = field(default_factory=list)
     cg_trips: int = 0
     cg_products: int = 0
@@ -216,7 +220,28 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         overrides)."""
         return effective
 
+    def fit_prepared(self, prepared: _GraphFit, features, codes, graph: Graph):
+        """:meth:`fit` on ``features``, already lined up with ``graph`` in ``prepared`` (its
+        DataGraph and Laplacian operator, and on the Gram path ``G``, ``R`` and ``H`` formed
+        with the labels ``codes`` at unit sample weights): the fit forms none of them again.
+        ``prepared`` is this fit's from then on: freed on the workers when it ends, whatever
+        happens. A fit repeated after a lost worker builds its own from ``features`` and
+        ``graph``, as :meth:`fit` does."""
+        self._check_params()
+        self._handed = prepared
+        try:
+            return self._fit(features, codes, graph=graph)
+        finally:
+            if self.__dict__.pop("_handed", None) is not None:  # stopped before taking them
+                prepared.dg.close()
+                prepared.op.close()
+
     def _prepare(self, blocks, features, client, graph):
+        handed = self.__dict__.pop("_handed", None)
+        if handed is not None:
+            self.graph_seconds_, self.graph_, self.rows_moved_ = 0.0, graph, handed.dg.moved
+            handed.trips0 = handed.dg.blocks.round_trips
+            return handed.dg.blocks, handed.dg.order, handed
         t0 = time.perf_counter()
         if graph is None:
             k = clip_n_neighbors(self.n_neighbors, blocks.n_rows)
@@ -347,8 +372,9 @@ class LinearLapRLS(_LinearManifold):
         gamma_A = float(self.gamma_A)
         self.round_trips_per_iter_ = None
         if self._gram_path(blocks):
-            G, R = dg.weighted_gram("c", "y")
-            H = dg.gram()
+            G, R = ((prepared.G, prepared.R) if prepared.G is not None
+                    else dg.weighted_gram("c", "y"))
+            H = prepared.H if prepared.H is not None else dg.gram()
             gamma_I = self._graph_weight(dg, G, H)
             A = G + gamma_A * np.eye(dg.dim) + gamma_I * H
             W = scipy.linalg.cho_solve(scipy.linalg.cho_factor(A), R)
@@ -489,7 +515,8 @@ class LinearLapSVM(_LinearManifold):
     def _fit_targets(self, blocks, codes, targets, parts, costs, coef_init, client,
                      fit_part, prepared) -> list:
         fit, dg = prepared, prepared.dg
-        fit.H = dg.gram() if self._gram_path(blocks) else None
+        if fit.H is None and self._gram_path(blocks):
+            fit.H = dg.gram()
         if self.gamma_I == "auto":
             self._set_targets(dg, codes, targets, costs)
         self._graph_weight(dg, None if fit.H is None or self.gamma_I != "auto"

@@ -319,19 +319,17 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         the workers, the model is an expansion over the landmarks; an RBF width not given is
         chosen with ``gamma_I`` (:mod:`._nystrom_width`)."""
         client = get_client(self.client)
-        blocks = to_blocks(X, client, self.n_blocks)
-        kparams = self._kernel_candidates(
-            blocks_rbf_gamma(blocks) if self._width_selected() else None)
-        setting = self._graph_candidates(blocks.n_rows, graph)[0]
+        setting = self._graph_candidates(labels.codes.size, graph)[0]
         self.graph_name_ = None
         if isinstance(graph, dict):
             self.graph_name_, graph = setting[0], graph[setting[0]]
             setting = (None, setting[1])
-        if graph is None:
-            graph = estimator_graph(self, blocks, setting[0])
-        fitted = fit_nystrom(self, blocks, labels, graph, setting, kparams, client)
+        (blocks, graph, fitted), restarts = solve_with_restarts(
+            lambda: self._nystrom_on_workers(X, client, labels, graph, setting),
+            what=type(self).__name__)
         for key, value in fitted.items():
             setattr(self, key, value)
+        self.restarts_ += restarts
         self.graph_ = graph
         self.diagnostics_ = graph_diagnostics(graph)
         warn_graph(self.diagnostics_, labels.labeled)
@@ -340,6 +338,17 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.n_labeled_ = int(labels.labeled.sum())
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
         self.transduction_ = self._labels_from_scores(self.decision_function(blocks))
+
+    def _nystrom_on_workers(self, X, client, labels, graph, setting):
+        """The row blocks, the graph (unless given), the default width, its choice and the fit:
+        ``(blocks, graph, fitted attributes)``. All of it is on the workers, so a lost worker
+        repeats it from the inputs (:func:`solve_with_restarts`), width selection included."""
+        blocks = to_blocks(X, client, self.n_blocks)
+        kparams = self._kernel_candidates(
+            blocks_rbf_gamma(blocks) if self._width_selected() else None)
+        if graph is None:
+            graph = estimator_graph(self, blocks, setting[0])
+        return blocks, graph, fit_nystrom(self, blocks, labels, graph, setting, kparams, client)
 
     def _width_selected(self) -> bool:
         """Whether the RBF width is chosen on the labels: the kernel is "rbf" and its ``gamma``
