@@ -1,7 +1,14 @@
-"""The driver's BLAS held to one thread while a solver runs (see ``models.base``)."""
+"""The driver's BLAS held to one thread where threads lose (see ``models.base``).
+
+A threaded BLAS on the driver competes with the workers of a LocalCluster for the same cores,
+and its threads spin between calls; on matrices of a few hundred to a thousand rows it gains
+nothing to pay for that. Each caller states the size up to which its dense work runs on one
+thread (:func:`blas_for_rows`), measured where it was set.
+"""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import lru_cache
 
 from threadpoolctl import ThreadpoolController
@@ -18,3 +25,9 @@ def _controller() -> ThreadpoolController:
 def single_blas_thread():
     """A context manager that limits the BLAS libraries loaded so far to one thread."""
     return _controller().limit(limits=1, user_api="blas")
+
+
+def blas_for_rows(n: int, single_up_to: int):
+    """:func:`single_blas_thread` for dense work on ``n <= single_up_to`` rows, else the
+    BLAS's own threads (a context manager either way)."""
+    return single_blas_thread() if n <= single_up_to else nullcontext()

@@ -20,11 +20,11 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
 from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.nystrom import NystromFeatures
+from ..linalg.blas import blas_for_rows
 from ..solvers import eigenfunction as solve
 from ._clone import SharesClient
 from ._constraints import AUTO, COUNT, NON_NEGATIVE, constraints, validate
@@ -302,8 +302,7 @@ class SparseEigenfunctionClassifier(SharesClient, OneVsRestLabels, ClassifierMix
         K = kernel_matrix(points, kernel=self.kernel, kernel_params=kparams)
         # a small eigendecomposition gains nothing from BLAS threads, and on a shared host
         # they lose much (breast cancer, 569 rows, under load: 15 s threaded, 0.3 s on one)
-        with threadpool_limits(1 if K.shape[0] <= SINGLE_THREAD_ROWS else None,
-                               user_api="blas"):
+        with blas_for_rows(K.shape[0], SINGLE_THREAD_ROWS):
             basis = solve.exact_eigenbasis(K, rows, float(self.eig_tol))
         return basis, points, kparams
 

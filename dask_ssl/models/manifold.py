@@ -44,6 +44,7 @@ from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
 from ..linalg import RowBlocks
+from ..linalg.blas import blas_for_rows
 from ..linalg.recovery import solve_with_restarts
 from ..linalg.rowblocks import is_dask_array
 from ..solvers.dense import laprls_direct, lapsvm_dual, lapsvm_newton, lapsvm_newton_subsets
@@ -66,6 +67,11 @@ from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, t
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
 DIRECT_MAX_ROWS = 5000
+#: Up to this many rows the direct solver's leave-one-out choice and fit run on one BLAS
+#: thread: two made a 550-row default fit 1.8x slower on two cores beside a LocalCluster's
+#: workers (eigendecompositions and LUs of a few hundred rows, each waking the other thread),
+#: and one made a 2,000-row fit 10-20% slower.
+DIRECT_SINGLE_THREAD_ROWS = 1000
 #: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
 AUTO_GRAPHS = ((10, 1), (50, 5))
 #: ``gamma_I`` values tried by ``gamma_I="auto"`` on the direct and primal solvers (before
@@ -401,16 +407,18 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             settings, grams = settings[:1], grams.first()
             gammas = (SEED_GAMMA_I,) if self.gamma_I == "auto" else gammas
         MK = {}
-        (w, j, gamma_I), fallback, selection = self._select_direct(grams, graphs, settings,
-                                                                   gammas, Y, labeled, MK)
-        # the chosen graph's M K serves the fits that follow; the others' are released
-        MK = MK.get((w, j)) if gamma_I > 0 else None
-        setting, M = settings[j]
-        weight = self._weight(graphs[setting[0]], gamma_I)
-        if gamma_I > 0 and selection and selection[0]["gamma_I"] == 0:
-            if not self._confirm(grams, fallback[0], w, M, MK, weight, Y, labeled, selection):
-                w, weight, gamma_I, MK = fallback[0], 0.0, 0.0, None
-        out = self._solve_dense(grams[w], M, weight, Y, labeled, MK=MK)
+        with blas_for_rows(Y.shape[0], DIRECT_SINGLE_THREAD_ROWS):
+            (w, j, gamma_I), fallback, selection = self._select_direct(
+                grams, graphs, settings, gammas, Y, labeled, MK)
+            # the chosen graph's M K serves the fits that follow; the others' are released
+            MK = MK.get((w, j)) if gamma_I > 0 else None
+            setting, M = settings[j]
+            weight = self._weight(graphs[setting[0]], gamma_I)
+            if gamma_I > 0 and selection and selection[0]["gamma_I"] == 0:
+                if not self._confirm(grams, fallback[0], w, M, MK, weight, Y, labeled,
+                                     selection):
+                    w, weight, gamma_I, MK = fallback[0], 0.0, 0.0, None
+            out = self._solve_dense(grams[w], M, weight, Y, labeled, MK=MK)
         out.update(graph_setting=setting, selection=selection, gamma_I_=gamma_I,
                    gamma_I_effective_=weight, kernel_params_=grams.params[w], gram=grams[w])
         return out

@@ -32,7 +32,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
 from ..cluster import get_client
 from ..graph.dense import laplacian_matrix, regularizer_matrix
@@ -40,6 +39,7 @@ from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
 from ..kernels.nystrom import NystromFeatures
+from ..linalg.blas import blas_for_rows
 from ..linalg import RowBlocks
 from ..solvers import sparse as solve
 from ..solvers.greedy_state import BlockColumns, BlockState
@@ -407,7 +407,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # small dense solves gain nothing from BLAS threads, and on a shared host they lose
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
         try:
-            with threadpool_limits(1 if n <= solve.DENSE_MAX_ROWS else None, user_api="blas"):
+            with blas_for_rows(n, solve.DENSE_MAX_ROWS):
                 basis_selection = self._resolve_basis(problem, Ybar, labeled, unit)
                 if self.method in ON_BASIS and "auto" in (self.gamma_A, self.gamma_I):
                     gamma_A, gamma_I, selection, out = self._select_on_basis(
