@@ -376,7 +376,7 @@ def test_nystrom_cg_path_cross_validates_each_width(client, monkeypatch):
 
 # the primal solver: gamma_I by cross-validation, every fold and candidate a column -------------
 def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(client, monkeypatch):
-    """The cross-validation solve has one column per (fold, candidate): its held-out rows are
+    """A cross-validation solve has one column per (fold, candidate): its held-out rows are
     labeled rows, the folds partition the labeled rows (stratified by class), and only a
     column's held-out outputs are scored (every other output of that solve is made NaN here,
     and no NaN reaches the table). The fit at the choice follows with all labels."""
@@ -399,13 +399,17 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
 
     monkeypatch.setattr(primal, "solve_primal", spy)
     est = LapRLS(solver="primal", client=client, random_state=0).fit(X, train)
-    *per_width, final = masks  # one cross-validation solve per candidate width, same folds
-    assert len(per_width) == len(width_candidates(1.0))
-    for cv in per_width[1:]:
-        np.testing.assert_array_equal(cv, per_width[0])
-    cv = per_width[0]
-    assert cv.shape == (300, CV_FOLDS * len(AUTO_GAMMA_I)) and final.shape == (300,)
+    *solves, final = masks
+    widths = len(width_candidates(1.0))
+    # the width among the supervised candidates (a solve per width), then the graph
+    # candidates at the chosen width (one solve); the same folds in each
+    assert [cv.shape for cv in solves] == [(300, CV_FOLDS)] * widths + [
+        (300, CV_FOLDS * (len(AUTO_GAMMA_I) - 1))]
+    for cv in solves[1:]:
+        np.testing.assert_array_equal(np.unique(cv.T, axis=0), np.unique(solves[0].T, axis=0))
+    assert final.shape == (300,)
     np.testing.assert_array_equal(final, labeled)
+    cv = np.concatenate(solves, axis=1)
     held = labeled[:, None] & ~cv
     assert not (cv & ~labeled[:, None]).any()  # a column's labels are labeled rows
     folds = np.unique(held.T, axis=0)
@@ -414,7 +418,7 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     for fold in folds:
         assert np.ptp(np.bincount(y[fold], minlength=2)) <= 1
         assert abs(fold.sum() - labeled.sum() / CV_FOLDS) < 1 + 1e-9
-    assert len(est.selection_) == len(AUTO_GAMMA_I) * len(per_width)
+    assert len(est.selection_) == widths + len(AUTO_GAMMA_I) - 1
     assert all(np.isfinite(row["squared"]) and row["criterion"] == "cv"
                for row in est.selection_)
     assert sum(row["chosen"] for row in est.selection_) == 1

@@ -538,49 +538,76 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
 
     @selecting()
     def _cv_primal(self, blocks, grams, graph, setting, Y, labeled, gammas):
-        """``(width index, gamma_I, selection_)``: every width of ``grams`` (the default
-        first) with every ``gamma_I`` of ``gammas`` (0, the supervised model, first) by
+        """``(width index, gamma_I, selection_)``: the widths of ``grams`` (the default first)
+        and the ``gamma_I`` of ``gammas`` (0, the supervised model, first) by
         :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this
         estimator's own loss on the held-out rows and the rule of :mod:`._selection` (the
         incumbent: the supervised model at the default width, as on the direct path).
 
-        Per width every (fold, candidate, class column) is a column of one primal solve on
-        that width's kernel rows, so an iteration costs the products of one fit. A fold's
-        held-out rows are unlabeled rows of its columns: they stay in the graph term, and only
-        their outputs ``K alpha + b`` are scored."""
+        Two stages, as on the direct path: the width first, among each width's first
+        candidate (the supervised one where ``gamma_I = 0`` is tried: its columns need no
+        product with the graph), then the other ``gamma_I`` at that width only; the table
+        holds every candidate scored and the rule chooses among them all. Graph candidates at
+        every width made the selection many fits long: their columns share each product, and
+        the slowest to converge (the largest ``gamma_I``) set the passes of every width.
+
+        Per stage and width every (fold, candidate, class column) is a column of one primal
+        solve on that width's kernel rows, so an iteration costs the products of one fit. A
+        fold's held-out rows are unlabeled rows of its columns: they stay in the graph term,
+        and only their outputs ``K alpha + b`` are scored."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         truth = truth_of(YL)
         fold = fold_of(truth, min(CV_FOLDS, L.size))
         n_folds, n_targets = int(fold.max()) + 1, Y.shape[1]
-        cases = [(f, g, t) for f in range(n_folds) for g in gammas for t in range(n_targets)]
-        masks = np.zeros((Y.shape[0], len(cases)), dtype=bool)
-        for j, (f, _, _) in enumerate(cases):
-            masks[L[fold != f], j] = True
         # gamma_I_eff is linear in gamma_I: one normalization for every candidate
         unit = self._weight(graph, 1.0)
-        weights = np.array([g * unit for _, g, _ in cases])
-        outputs, rows = [], []
-        width = len(grams) > 1
-        for w in range(len(grams)):
+        outputs = {}
+
+        def score(w, candidates):
+            """Held-out outputs of ``gamma_I`` in ``candidates`` at width ``w``, one solve."""
+            cases = [(f, g, t) for f in range(n_folds) for g in candidates
+                     for t in range(n_targets)]
+            masks = np.zeros((Y.shape[0], len(cases)), dtype=bool)
+            for j, (f, _, _) in enumerate(cases):
+                masks[L[fold != f], j] = True
+            weights = np.array([g * unit for _, g, _ in cases])
             # the folds' fits need only be accurate enough to count their held-out errors
             res = self._solve_primal(blocks, grams[w], graph, setting[1],
                                      Y[:, [t for _, _, t in cases]] * masks, masks, weights,
                                      max(self.tol, CV_TOL))
-            for g in gammas:
+            for g in candidates:
                 held_out = np.empty_like(YL)
                 for f in range(n_folds):
                     cols = [j for j, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
                     held_out[fold == f] = res.decision[np.ix_(L[fold == f], cols)]
-                outputs.append(held_out)
-                rows.append({**({"gamma": grams.params[w]["gamma"]} if width else {}),
-                             "n_neighbors": None if g == 0 else setting[0],
-                             "p": None if g == 0 else setting[1], "gamma_I": g})
-        wrong = np.array([truth_of(out) != truth for out in outputs])
-        squared = np.array([self._loss_values(out, YL).sum(axis=1) for out in outputs])
+                outputs[w, g] = held_out
+
+        def scores(cases):
+            outs = [outputs[case] for case in cases]
+            return (np.array([truth_of(out) != truth for out in outs]),
+                    np.array([self._loss_values(out, YL).sum(axis=1) for out in outs]))
+
+        first = [(w, gammas[0]) for w in range(len(grams))]
+        if len(grams) > 1:
+            for w in range(len(grams)):
+                score(w, gammas[:1])
+            width = first[choose(*scores(first), supervised=0)][0]
+            rest = gammas[1:]
+        else:
+            width, rest = 0, gammas
+        if rest:
+            score(width, rest)
+        cases = [case for case in first if case[0] != width] + [
+            (width, g) for g in gammas]
+        cases.sort(key=lambda case: (case[0], gammas.index(case[1])))
+        wrong, squared = scores(cases)
         best = choose(wrong, squared, supervised=0)
+        rows = [{**({"gamma": grams.params[w]["gamma"]} if len(grams) > 1 else {}),
+                 "n_neighbors": None if g == 0 else setting[0],
+                 "p": None if g == 0 else setting[1], "gamma_I": g} for w, g in cases]
         selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
-        return best // len(gammas), gammas[best % len(gammas)], selection
+        return cases[best][0], cases[best][1], selection
 
     def _solve_primal(self, blocks, K, graph, p, Y, labeled, weight, tol):
         """:func:`~dask_ssl.solvers.primal.solve_primal` on the kernel rows ``K`` with this
@@ -757,10 +784,11 @@ class LapRLS(_ManifoldClassifier):
         width (each costs an ``n x n`` factorization).
         The primal solver chooses on the first graph setting by ``CV_FOLDS``-fold
         cross-validation (folds stratified by class, each labeled row held out once), scored
-        by the estimator's own loss on the held-out rows; every (fold, candidate, class) is a
-        column of one distributed solve on the kernel rows of each candidate width, a fold's
-        held-out rows staying in the graph as unlabeled rows, and the fit at the chosen value
-        follows. With fewer than 5 labeled rows in a class it is the seeds' 1e4 (with a
+        by the estimator's own loss on the held-out rows, in the direct solver's two stages
+        (the width among the supervised candidates, then the graph candidates at that width);
+        every (fold, candidate, class) is a column of one distributed solve on that width's
+        kernel rows, a fold's held-out rows staying in the graph as unlabeled rows, and the
+        fit at the chosen value follows. With fewer than 5 labeled rows in a class it is the seeds' 1e4 (with a
         :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
         the ambient one, the classifier follows the graph and the kernel extends it. With
         ``n_components`` the candidates are the linear estimators' (:class:`LinearLapRLS`:
