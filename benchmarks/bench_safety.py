@@ -12,7 +12,9 @@ its supervised counterpart on the same labels.
 Each semi-supervised estimator runs WITH ITS DEFAULTS: only ``client``, ``n_blocks``,
 ``random_state`` (0; the stability mode varies it) and, for LapRLS / LapSVM on more than
 ``--exact-max`` rows (5000, the size up to which their exact expansion is solved on the driver),
-``n_components`` (``--components``, 1000 Nystrom landmarks) are set. Labels are 0/1 and the
+``n_components`` (``--components``, 1000 Nystrom landmarks) are set; ``--solver primal`` sets
+LapRLS / LapSVM's solver where they expand over every row (the path the default solver takes
+beyond 5000 rows without ``n_components``). Labels are 0/1 and the
 unlabeled rows are marked -1 (scikit-learn's convention, the semi-supervised estimators'
 default marker; the supervised L2SVM / RLS are told ``unlabeled=-1`` so they ignore those rows).
 
@@ -256,6 +258,7 @@ class Context:
     blocks: object  # the same rows as RowBlocks on the workers
     n_components: int | None  # Nystrom m for the kernel estimators, None: exact
     random_state: int = 0
+    solver: str | None = None  # LapRLS / LapSVM's solver on the exact expansion, None: default
 
 
 def _set(cls, ctx, **extra) -> dict:
@@ -293,9 +296,16 @@ def _gamma_A(est):
     return est.get_params()["gamma_A"]
 
 
+def _kernel_extra(ctx) -> dict:
+    """LapRLS / LapSVM's run settings: Nystrom landmarks, or the solver on every row."""
+    if ctx.n_components is not None:
+        return {"n_components": ctx.n_components}
+    return {} if ctx.solver is None else {"solver": ctx.solver}
+
+
 def _kernel_default(cls):
     def make(ctx):
-        extra = {} if ctx.n_components is None else {"n_components": ctx.n_components}
+        extra = _kernel_extra(ctx)
         label = cls.__name__ + ("" if ctx.n_components is None else f" m={ctx.n_components}")
         return Fit(label, lambda: cls(**_set(cls, ctx, **extra)))
     return make
@@ -303,7 +313,7 @@ def _kernel_default(cls):
 
 def _kernel_supervised(cls):
     def make(ctx, fitted):
-        extra = {} if ctx.n_components is None else {"n_components": ctx.n_components}
+        extra = _kernel_extra(ctx)
         label = f"{cls.__name__}(gamma_I=0)" + ("" if ctx.n_components is None
                                                 else f" m={ctx.n_components}")
         return Fit(label, lambda: cls(**_set(cls, ctx, gamma_I=0.0, n_neighbors=10, p=1,
@@ -488,7 +498,8 @@ def run_dataset(spec, X, y, n_labels, estimators, args, client, records, saved=N
     from dask_ssl.linalg import RowBlocks
 
     blocks = RowBlocks.from_array(X, client=client, n_blocks=args.blocks)
-    ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
+    ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args),
+                  solver=args.solver)
     for draw in range(args.first_draw, args.first_draw + args.draws):
         split = stratified_split(y, n_labeled=n_labels, seed=draw)
         y_train = split.y_train(y, marker=-1)
@@ -543,7 +554,8 @@ def run_stability(spec, X, y, n_labels, estimators, args, client, records, saved
     from dask_ssl.linalg import RowBlocks
 
     blocks = RowBlocks.from_array(X, client=client, n_blocks=args.blocks)
-    ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args))
+    ctx = Context(client, args.blocks, X, blocks, n_components(spec, X.shape[0], args),
+                  solver=args.solver)
     split = stratified_split(y, n_labeled=n_labels, seed=0)
     y_train = split.y_train(y, marker=-1)
     for es in estimators:
@@ -787,6 +799,8 @@ def main() -> None:
                          "KernelDAS3VM); above it LapRLS / LapSVM get n_components")
     ap.add_argument("--components", type=int, default=1000,
                     help="n_components of LapRLS / LapSVM above --exact-max")
+    ap.add_argument("--solver", choices=("direct", "primal"), default=None,
+                    help="solver of LapRLS / LapSVM on the exact expansion (default: theirs)")
     ap.add_argument("--ratio-draws", type=int, default=1,
                     help="draws on which the selection time ratio is measured (one extra fit "
                          "each, with the chosen candidate given); 0 skips it")
@@ -836,7 +850,8 @@ def main() -> None:
               f"- {versions()}",
               f"- LocalCluster: {args.workers} workers x {args.threads} threads, n_blocks "
               f"{args.blocks or 'one per worker thread'}; exact kernel up to {args.exact_max} "
-              f"rows, n_components={args.components} above"]
+              f"rows, n_components={args.components} above"
+              + (f"; LapRLS / LapSVM solver={args.solver}" if args.solver else "")]
     for line in header:
         log(line)
     records, meta = [], {}
