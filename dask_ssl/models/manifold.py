@@ -430,18 +430,19 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         supervised candidate the rule chooses among the supervised ones alone (where a
         graph candidate fails its confirmation, :meth:`_confirm`). ``gamma_I = 0`` is one
         candidate per width whatever the graph; without it the first graph stands in its
-        place. The incumbent, which every other candidate must beat under the rule, is the
-        supervised model at the default width: the estimator without its unlabeled rows and
-        without a choice.
+        place.
 
         Two stages. The width first, by the rule among the supervised candidates alone (the
-        fallback): their leave-one-out needs the kernel among the labeled rows only, so a
+        fallback), whose incumbent is the supervised model at the default width: the
+        estimator without its unlabeled rows and without a choice. Their leave-one-out needs
+        the kernel among the labeled rows only, so a
         width costs no Gram matrix unless it is chosen. Then the graph candidates at that
         width only: each costs an ``n x n`` LU, and scoring them at every width made the
         selection several fits long; the width that suits the labels is the scale of the
         kernel the graph term then deforms. The table holds every width's supervised
-        candidate and every candidate at the chosen width, and the rule chooses among them
-        all. At the chosen width the Gram matrix is computed once and ``M K`` once per graph,
+        candidate and every candidate at the chosen width; the graph candidates must beat the
+        fallback under the rule (the rule over more alternatives is stricter, and must not
+        hand the choice back to a width the first stage rejected). At the chosen width the Gram matrix is computed once and ``M K`` once per graph,
         for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for the fit); the
         graphs are shared by every width (their heat weights do not depend on the kernel)."""
         grid = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
@@ -470,12 +471,15 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                                                    MK)
         cases = [case for case in grid if case in outputs]
         wrong, squared = scores(cases)
-        best = choose(wrong, squared, supervised=0)
+        # the graph candidates meet the first stage's pick: the rule over more alternatives
+        # must not hand the choice back to a width the first stage rejected
+        incumbent = cases.index(fallback)
+        best = choose(wrong, squared, supervised=incumbent)
         width = len(grams) > 1
         rows = [{**({"gamma": grams.params[w]["gamma"]} if width else {}),
                  "n_neighbors": None if g == 0 else settings[j][0][0],
                  "p": None if g == 0 else settings[j][0][1], "gamma_I": g} for w, j, g in cases]
-        return cases[best], fallback, table(rows, wrong, squared, best)
+        return cases[best], fallback, table(rows, wrong, squared, best, supervised=incumbent)
 
     def _loo_case(self, grams, graphs, settings, case, Y, labeled, MK) -> np.ndarray:
         """LapRLS's leave-one-out outputs of the candidate ``case`` = ``(width index, setting
@@ -541,15 +545,15 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         """``(width index, gamma_I, selection_)``: the widths of ``grams`` (the default first)
         and the ``gamma_I`` of ``gammas`` (0, the supervised model, first) by
         :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this
-        estimator's own loss on the held-out rows and the rule of :mod:`._selection` (the
-        incumbent: the supervised model at the default width, as on the direct path).
+        estimator's own loss on the held-out rows and the rule of :mod:`._selection`.
 
         Two stages, as on the direct path: the width first, among each width's first
         candidate (the supervised one where ``gamma_I = 0`` is tried: its columns need no
-        product with the graph), then the other ``gamma_I`` at that width only; the table
-        holds every candidate scored and the rule chooses among them all. Graph candidates at
-        every width made the selection many fits long: their columns share each product, and
-        the slowest to converge (the largest ``gamma_I``) set the passes of every width.
+        product with the graph; the incumbent: the supervised model at the default width),
+        then the other ``gamma_I`` at that width only, against the first stage's pick; the
+        table holds every candidate scored. Graph candidates at every width made the
+        selection many fits long: their columns share each product, and the slowest to
+        converge (the largest ``gamma_I``) set the passes of every width.
 
         Per stage and width every (fold, candidate, class column) is a column of one primal
         solve on that width's kernel rows, so an iteration costs the products of one fit. A
@@ -602,11 +606,14 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             (width, g) for g in gammas]
         cases.sort(key=lambda case: (case[0], gammas.index(case[1])))
         wrong, squared = scores(cases)
-        best = choose(wrong, squared, supervised=0)
+        # the graph candidates meet the first stage's pick (as on the direct path)
+        incumbent = cases.index((width, gammas[0]))
+        best = choose(wrong, squared, supervised=incumbent)
         rows = [{**({"gamma": grams.params[w]["gamma"]} if len(grams) > 1 else {}),
                  "n_neighbors": None if g == 0 else setting[0],
                  "p": None if g == 0 else setting[1], "gamma_I": g} for w, g in cases]
-        selection = [{**row, "criterion": "cv"} for row in table(rows, wrong, squared, best)]
+        selection = [{**row, "criterion": "cv"}
+                     for row in table(rows, wrong, squared, best, supervised=incumbent)]
         return cases[best][0], cases[best][1], selection
 
     def _solve_primal(self, blocks, K, graph, p, Y, labeled, weight, tol):
@@ -807,8 +814,9 @@ class LapRLS(_ManifoldClassifier):
         twice that sigma (:func:`~dask_ssl.models._rbf_width.width_candidates`; the direct
         solver chooses it among the supervised candidates and scores the graph candidates at
         that width only); each width has its supervised candidate (``gamma_I = 0``), and
-        the incumbent every other candidate must beat is the supervised model at the default
-        width, the fit a user gets without unlabeled rows and without a choice. This holds
+        the incumbent every other width must beat is the supervised model at the default
+        width, the fit a user gets without unlabeled rows and without a choice; the graph
+        candidates must then beat the supervised model at the width so chosen. This holds
         whenever something is chosen, ``gamma_I=0`` given included (kernel RLS with its width
         chosen). With ``n_components`` each width is its own Nystrom feature space on the
         same landmarks, with its own Gram matrices factored once per ``gamma_I`` candidate
