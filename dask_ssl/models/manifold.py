@@ -435,16 +435,17 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         Two stages. The width first, by the rule among the supervised candidates alone (the
         fallback), whose incumbent is the supervised model at the default width: the
         estimator without its unlabeled rows and without a choice. Their leave-one-out needs
-        the kernel among the labeled rows only, so a
-        width costs no Gram matrix unless it is chosen. Then the graph candidates at that
-        width only: each costs an ``n x n`` LU, and scoring them at every width made the
-        selection several fits long; the width that suits the labels is the scale of the
-        kernel the graph term then deforms. The table holds every width's supervised
-        candidate and every candidate at the chosen width; the graph candidates must beat the
-        fallback under the rule (the rule over more alternatives is stricter, and must not
-        hand the choice back to a width the first stage rejected). At the chosen width the Gram matrix is computed once and ``M K`` once per graph,
-        for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for the fit); the
-        graphs are shared by every width (their heat weights do not depend on the kernel)."""
+        the kernel among the labeled rows only, so a width costs no Gram matrix unless it is
+        chosen. Then the graph candidates at that width only: each costs an ``n x n`` LU, and
+        scoring them at every width made the selection several fits long; the width that
+        suits the labels is the scale of the kernel the graph term then deforms. The table
+        holds every width's supervised candidate and every candidate at the chosen width; the
+        graph candidates must beat the fallback under the rule (the rule over more
+        alternatives is stricter, and must not hand the choice back to a width the first
+        stage rejected). At the chosen width the Gram matrix is computed once and ``M K``
+        once per graph, for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for
+        the fit); the graphs are shared by every width (their heat weights do not depend on
+        the kernel)."""
         grid = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
                 for g in gammas if g > 0 or j == 0]
         if len(grid) == 1:
@@ -602,9 +603,8 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             width, rest = 0, gammas
         if rest:
             score(width, rest)
-        cases = [case for case in first if case[0] != width] + [
-            (width, g) for g in gammas]
-        cases.sort(key=lambda case: (case[0], gammas.index(case[1])))
+        cases = sorted(set(first) | {(width, g) for g in gammas},
+                       key=lambda case: (case[0], gammas.index(case[1])))
         wrong, squared = scores(cases)
         # the graph candidates meet the first stage's pick (as on the direct path)
         incumbent = cases.index((width, gammas[0]))
@@ -795,14 +795,14 @@ class LapRLS(_ManifoldClassifier):
         (the width among the supervised candidates, then the graph candidates at that width);
         every (fold, candidate, class) is a column of one distributed solve on that width's
         kernel rows, a fold's held-out rows staying in the graph as unlabeled rows, and the
-        fit at the chosen value follows. With fewer than 5 labeled rows in a class it is the seeds' 1e4 (with a
-        :class:`~dask_ssl.models._selection.SelectionWarning`): the graph term then dominates
-        the ambient one, the classifier follows the graph and the kernel extends it. With
-        ``n_components`` the candidates are the linear estimators' (:class:`LinearLapRLS`:
-        shares of the graph term, 0 included, reported in the same units), scored as they
-        score them (exact leave-one-out up to ``GRAM_MAX_FEATURES`` features, cross-validation
-        beyond) at each candidate width (:mod:`dask_ssl.models._nystrom_width`). The value
-        used is ``gamma_I_``.
+        fit at the chosen value follows. With fewer than 5 labeled rows in a class it is the
+        seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`): the graph
+        term then dominates the ambient one, the classifier follows the graph and the kernel
+        extends it. With ``n_components`` the candidates are the linear estimators'
+        (:class:`LinearLapRLS`: shares of the graph term, 0 included, reported in the same
+        units), scored as they score them (exact leave-one-out up to ``GRAM_MAX_FEATURES``
+        features, cross-validation beyond) at each candidate width
+        (:mod:`dask_ssl.models._nystrom_width`). The value used is ``gamma_I_``.
     kernel : str or callable, default "rbf"
         Base kernel K by :func:`~sklearn.metrics.pairwise.pairwise_kernels` name or callable.
     kernel_params : dict, optional
