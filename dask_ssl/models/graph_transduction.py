@@ -394,6 +394,13 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
                                       preconditioner=self.preconditioner,
                                       max_iter=self.max_iter, **{"tol": self.tol, **options})
 
+        def cv_solve(on):
+            # the selection's many-column solves on the graph ``on``: a looser tolerance and
+            # a bounded preconditioner fill (module docstring of _transduction_selection)
+            return lambda gamma, a, B, a_precond: solve(
+                gamma, a, B, on=on, tol=auto.CV_TOL, a_precond=a_precond,
+                fill_budget=auto.CV_FILL_BUDGET).F
+
         fold = auto.folds(codes) if setting.select else None
         trains = [labeled & (fold != f) for f in range(auto.CV_FOLDS)] if setting.select else []
         prior_model, S, fold_priors = None, np.zeros((codes.size, n_classes)), []
@@ -430,10 +437,7 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
                 else:
                     fidelity_on = fidelity
                 chosen, selection = auto.select(
-                    lambda gamma, a, B, a_precond: solve(
-                        gamma, a, B, on=on, tol=auto.CV_TOL, a_precond=a_precond,
-                        fill_budget=auto.CV_FILL_BUDGET).F,
-                    codes[scored], fidelity_on, fold[scored],
+                    cv_solve(on), codes[scored], fidelity_on, fold[scored],
                     [prior[scored] for prior in fold_priors], balance,
                     gammas=_candidates(given, auto.AUTO_GAMMA_I),
                     mus=_candidates(self.unlabeled_weight, auto.AUTO_MU),
@@ -441,9 +445,9 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
                 selection_rows = int(on.n_rows)
                 if (sample is not None and chosen["gamma_I"] > 0
                         and selection[0]["gamma_I"] == 0):
-                    chosen, selection = self._confirm(solve, chosen, selection, codes,
-                                                      fidelity, fold, fold_priors, balance,
-                                                      on.n_rows, graph.n_rows)
+                    chosen, selection = self._confirm(cv_solve(graph), chosen, selection,
+                                                      codes, fidelity, fold, fold_priors,
+                                                      balance, on.n_rows, graph.n_rows)
         # what is not selected: the seeds' weight, a prior weighed as a label, no balancing
         if _is_auto(chosen["gamma_I"]):
             chosen["gamma_I"] = auto.SEED_GAMMA_I
@@ -471,17 +475,15 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
     def _confirm(solve, chosen, selection, codes, fidelity, fold, priors, balance,
                  sample_rows, rows):
         """``(chosen, selection)`` once the sample's pick ``chosen`` met the supervised
-        candidate again on the full graph, the one the fit solves: the same folds and rule,
+        candidate again on the full graph, the one the fit solves (``solve``: the selection's
+        many-column solve on it): the same folds and rule,
         these two candidates only. The sample holds the labels far more densely than the full
         graph, so a graph term can win there and not on the full graph; the supervised model
         is replaced only where the graph the fit uses says so. The table holds the sample's
         rows (none chosen) and the confirmation's, each with the ``graph_rows`` it was scored
         on."""
         confirmed, check = auto.select(
-            lambda gamma, a, B, a_precond: solve(
-                gamma, a, B, tol=auto.CV_TOL, a_precond=a_precond,
-                fill_budget=auto.CV_FILL_BUDGET).F,
-            codes, fidelity, fold, priors, balance,
+            solve, codes, fidelity, fold, priors, balance,
             gammas=(0.0, chosen["gamma_I"]), mus=(chosen["unlabeled_weight"],),
             balances=(chosen["class_balance"],))
         if confirmed["gamma_I"] == 0:
