@@ -13,7 +13,7 @@ from sklearn.neighbors import kneighbors_graph
 from dask_ssl.data.generators import two_moons
 from dask_ssl.graph.dense import regularizer_matrix
 from dask_ssl.models import LapRLS, LapSVM
-from dask_ssl.models._selection import SelectionWarning, choose, chosen_row
+from dask_ssl.models._selection import CV_FOLDS, SelectionWarning, choose, chosen_row, fold_of
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models._rbf_width import default_rbf_gamma, width_candidates
 from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
@@ -380,7 +380,6 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     labeled rows, the folds partition the labeled rows (stratified by class), and only a
     column's held-out outputs are scored (every other output of that solve is made NaN here,
     and no NaN reaches the table). The fit at the choice follows with all labels."""
-    from dask_ssl.models._selection import CV_FOLDS
     from dask_ssl.solvers import primal
 
     X, y = two_moons(n=300, noise=0.1, seed=3)
@@ -401,12 +400,9 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     est = LapRLS(solver="primal", client=client, random_state=0).fit(X, train)
     *solves, final = masks
     widths = len(width_candidates(1.0))
-    # the width among the supervised candidates (a solve per width), then the graph
-    # candidates at the chosen width (one solve); the same folds in each
-    assert [cv.shape for cv in solves] == [(300, CV_FOLDS)] * widths + [
-        (300, CV_FOLDS * (len(AUTO_GAMMA_I) - 1))]
-    for cv in solves[1:]:
-        np.testing.assert_array_equal(np.unique(cv.T, axis=0), np.unique(solves[0].T, axis=0))
+    # the width among the supervised candidates (on the driver), then the graph candidates at
+    # the chosen width: one solve on the workers before the fit
+    assert [cv.shape for cv in solves] == [(300, CV_FOLDS * (len(AUTO_GAMMA_I) - 1))]
     assert final.shape == (300,)
     np.testing.assert_array_equal(final, labeled)
     cv = np.concatenate(solves, axis=1)
@@ -422,6 +418,58 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     assert all(np.isfinite(row["squared"]) and row["criterion"] == "cv"
                for row in est.selection_)
     assert sum(row["chosen"] for row in est.selection_) == 1
+
+
+def test_primal_supervised_rows_are_kernel_rls_on_the_other_folds(client):
+    """The primal table's supervised rows (one per width, fitted on the driver over the
+    labeled rows alone) hold the held-out errors and squared residuals of kernel RLS fitted on
+    the other folds' labeled rows, ``(K_TT + gamma_A l_T I) alpha = y_T``."""
+    X, y = two_moons(n=300, noise=0.15, seed=4)
+    y = (y > 0).astype(int)
+    train = labels_per_class(y, 8, seed=4)
+    L = np.flatnonzero(train != -1)
+    YL = np.where(train[L] == 1, 1.0, -1.0)
+    fold = fold_of(train[L], CV_FOLDS)
+    gamma_A = 1e-3
+    est = LapRLS(gamma_A=gamma_A, solver="primal", client=client, random_state=0).fit(X, train)
+    supervised = [row for row in est.selection_ if row["gamma_I"] == 0]
+    assert len(supervised) == len(width_candidates(1.0))
+    for row in supervised:
+        K = rbf_kernel(X[L], gamma=row["gamma"])
+        held_out = np.empty(L.size)
+        for f in range(CV_FOLDS):
+            T, H = fold != f, fold == f
+            alpha = np.linalg.solve(K[np.ix_(T, T)] + gamma_A * T.sum() * np.eye(T.sum()),
+                                    YL[T])
+            held_out[H] = K[np.ix_(H, T)] @ alpha
+        assert row["errors"] == int(np.sum((held_out > 0) != (YL > 0)))
+        assert row["squared"] == pytest.approx(np.sum((YL - held_out) ** 2), rel=1e-8)
+
+
+@pytest.mark.parametrize("cls", [LapRLS, LapSVM])
+def test_primal_supervised_rows_past_the_driver_bound_come_from_the_workers(client, cls,
+                                                                           monkeypatch):
+    """Past :data:`DRIVER_SUPERVISED_MAX_LABELS` the supervised candidate is a column of the
+    solve on the workers: the same held-out errors as the driver's dense fits, and squared
+    losses as close as the solve's tolerance allows."""
+    from dask_ssl.models import manifold
+
+    X, y = two_moons(n=300, noise=0.15, seed=5)
+    y = (y > 0).astype(int)
+    train = labels_per_class(y, 8, seed=5)
+
+    def supervised_rows():
+        est = cls(solver="primal", kernel_params={"gamma": 1.0}, gamma_A=1e-3, client=client,
+                  random_state=0).fit(X, train)
+        return [row for row in est.selection_ if row["gamma_I"] == 0]
+
+    driver = supervised_rows()
+    monkeypatch.setattr(manifold, "DRIVER_SUPERVISED_MAX_LABELS", 0)
+    workers = supervised_rows()
+    assert len(driver) == len(workers) == 1
+    assert [row["errors"] for row in driver] == [row["errors"] for row in workers]
+    for a, b in zip(driver, workers):
+        assert b["squared"] == pytest.approx(a["squared"], rel=1e-3)
 
 
 @pytest.mark.parametrize("cls", [LapRLS, LapSVM])

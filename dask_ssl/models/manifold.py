@@ -67,6 +67,9 @@ from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, t
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
 DIRECT_MAX_ROWS = 5000
+#: Labeled rows up to which the primal solver's selection fits its supervised candidate on the
+#: driver (dense ``l x l`` solves; beyond, a column of the solve on the workers).
+DRIVER_SUPERVISED_MAX_LABELS = 5000
 #: Up to this many rows the direct solver's leave-one-out choice and fit run on one BLAS
 #: thread: two made a 550-row default fit 1.8x slower on two cores beside a LocalCluster's
 #: workers (eigendecompositions and LUs of a few hundred rows, each waking the other thread),
@@ -281,20 +284,24 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             default_rbf_gamma(points) if self._width_selected() else None)
         labeled = labels.labeled
         Y = labels.columns()
+
+        def block(kp, rows):
+            return kernel_matrix(points[rows], kernel=self.kernel, kernel_params=kp)
+
         if solver == "direct":
             # the whole Gram first: a kernel returning NaN stops the fit before the graph is built
             grams = _Grams(lambda kp: kernel_matrix(points, kernel=self.kernel, kernel_params=kp),
-                           kparams, make_block=lambda kp, rows: kernel_matrix(
-                               points[rows], kernel=self.kernel, kernel_params=kp))
+                           kparams, make_block=block)
             grams[0]
         else:
-            kernel_matrix(points[:64], kernel=self.kernel, kernel_params=kparams[0])
-            grams = None
+            block(kparams[0], slice(64))
+            # the kernel rows are made on the workers (_fit_primal), the blocks here
+            grams = _Grams(None, kparams, make_block=block)
         client = get_client(self.client)
         candidates = self._graph_candidates(n_rows, graph)
         (graphs, fitted), self.restarts_ = solve_with_restarts(
-            lambda: self._fit_graphs(X, client, graph, candidates, solver, grams, Y, labeled,
-                                     kparams), what=type(self).__name__)
+            lambda: self._fit_graphs(X, client, graph, candidates, solver, grams, Y, labeled),
+            what=type(self).__name__)
         chosen = fitted.pop("graph_setting")
         K = fitted.pop("gram")
         self.landmark_indices_ = self.n_components_ = None
@@ -375,7 +382,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             ["the graph"] if n_graphs > 1 and self.gamma_I > 0 else [])
         return " and ".join(what + (["the RBF width"] if n_widths > 1 else []))
 
-    def _fit_graphs(self, X, client, graph, candidates, solver, grams, Y, labeled, kparams):
+    def _fit_graphs(self, X, client, graph, candidates, solver, grams, Y, labeled):
         """The candidate graphs (unless given) and the solve: ``(graphs, fitted)``. Both are on
         the workers, so a lost worker repeats them (:func:`solve_with_restarts`)."""
         graphs = {}
@@ -388,7 +395,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                         self, to_blocks(X, client, self.n_blocks), k)
         if solver == "direct":
             return graphs, self._fit_direct(grams, graphs, candidates, Y, labeled)
-        return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, kparams)
+        return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, grams)
 
     def _weight(self, graph, gamma_I) -> float:
         """``gamma_I_eff`` on ``graph`` (:func:`._graph_seam.graph_term_weight_on`)."""
@@ -503,18 +510,19 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         overrides)."""
         return True
 
-    def _fit_primal(self, X, client, graphs, setting, Y, labeled, kparams) -> dict:
+    def _fit_primal(self, X, client, graphs, setting, Y, labeled, blocks_of) -> dict:
         """The distributed fit on the first graph setting, at the width and ``gamma_I`` of
-        :meth:`_primal_choice`; the kernel rows of each width are computed once for the
-        selection and the fit (``kparams``: the candidate kernel parameters, default first)."""
+        :meth:`_primal_choice`; the kernel rows of a width are computed on the workers once,
+        for the selection and the fit, where a graph candidate needs them (``blocks_of``: the
+        candidate kernel parameters, default first, and the kernel among a few rows on the
+        driver, :class:`_Grams`)."""
         from ..kernels.blocks import KernelBlocks
 
         graph = graphs[setting[0]]
         blocks = to_blocks(X, client, self.n_blocks)
         grams = _Grams(lambda kp: KernelBlocks(blocks, kernel=self.kernel, kernel_params=kp),
-                       kparams)
+                       blocks_of.params, make_block=blocks_of.make_block)
         try:
-            grams[0]  # the default's rows count in the fit, the others' in the selection
             w, gamma_I, selection = self._primal_choice(blocks, grams, graph, setting, Y,
                                                         labeled)
             grams.close(keep=w)
@@ -549,17 +557,21 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         estimator's own loss on the held-out rows and the rule of :mod:`._selection`.
 
         Two stages, as on the direct path: the width first, among each width's first
-        candidate (the supervised one where ``gamma_I = 0`` is tried: its columns need no
-        product with the graph; the incumbent: the supervised model at the default width),
-        then the other ``gamma_I`` at that width only, against the first stage's pick; the
-        table holds every candidate scored. Graph candidates at every width made the
-        selection many fits long: their columns share each product, and the slowest to
-        converge (the largest ``gamma_I``) set the passes of every width.
+        candidate (the supervised one where ``gamma_I = 0`` is tried; the incumbent: the
+        supervised model at the default width), then the other ``gamma_I`` at that width
+        only, against the first stage's pick; the table holds every candidate scored. Graph
+        candidates at every width made the selection many fits long: their columns share
+        each product, and the slowest to converge (the largest ``gamma_I``) set the passes of
+        every width.
 
-        Per stage and width every (fold, candidate, class column) is a column of one primal
-        solve on that width's kernel rows, so an iteration costs the products of one fit. A
-        fold's held-out rows are unlabeled rows of its columns: they stay in the graph term,
-        and only their outputs ``K alpha + b`` are scored."""
+        The supervised candidate's folds are fitted on the driver over the labeled rows alone
+        (:meth:`_supervised_held_out`; up to :data:`DRIVER_SUPERVISED_MAX_LABELS` of them):
+        no round trip, and a width the graph candidates do not use never has its kernel rows
+        computed on the workers. Otherwise, per stage and width every (fold, candidate, class
+        column) is a column of one primal solve on that width's kernel rows, so an iteration
+        costs the products of one fit. A fold's held-out rows are unlabeled rows of its
+        columns: they stay in the graph term, and only their outputs ``K alpha + b`` are
+        scored."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         truth = truth_of(YL)
@@ -570,7 +582,13 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         outputs = {}
 
         def score(w, candidates):
-            """Held-out outputs of ``gamma_I`` in ``candidates`` at width ``w``, one solve."""
+            """Held-out outputs of ``gamma_I`` in ``candidates`` at width ``w``: the
+            supervised one's on the driver, the others' by one solve on the workers."""
+            if 0.0 in candidates and L.size <= DRIVER_SUPERVISED_MAX_LABELS:
+                outputs[w, 0.0] = self._supervised_held_out(grams.block(w, L), YL, fold)
+                candidates = [g for g in candidates if g > 0]
+            if not candidates:
+                return
             cases = [(f, g, t) for f in range(n_folds) for g in candidates
                      for t in range(n_targets)]
             masks = np.zeros((Y.shape[0], len(cases)), dtype=bool)
@@ -615,6 +633,21 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         selection = [{**row, "criterion": "cv"}
                      for row in table(rows, wrong, squared, best, supervised=incumbent)]
         return cases[best][0], cases[best][1], selection
+
+    def _supervised_held_out(self, K_LL, YL, fold) -> np.ndarray:
+        """The supervised model's (graph term 0) outputs on each fold's held-out labeled rows
+        (``fold``: the fold of each labeled row), fitted on the other folds by the dense
+        solver over the labeled rows alone (``K_LL``: the kernel among them, ``YL`` their
+        class columns): without the graph term an unlabeled row's coefficient is 0 (its
+        stationarity condition is ``gamma_A l alpha_i = 0``), so the ``l x l`` problem is the
+        same fit at a fraction of its cost, with no round trip."""
+        out = np.empty_like(YL)
+        no_graph = np.zeros_like(K_LL)
+        for f in range(int(fold.max()) + 1):
+            held = fold == f
+            fit = self._solve_dense(K_LL, no_graph, 0.0, YL * ~held[:, None], ~held)
+            out[held] = K_LL[held] @ fit["dual_coef_"] + fit["intercept_"]
+        return out
 
     def _solve_primal(self, blocks, K, graph, p, Y, labeled, weight, tol):
         """:func:`~dask_ssl.solvers.primal.solve_primal` on the kernel rows ``K`` with this
@@ -687,7 +720,8 @@ class _Grams:
     """The kernel of each candidate parameter set (``params``, the default first), made by
     ``make(params)`` when first asked for and kept: the Gram matrix of a width not tried is
     never computed. ``make_block(params, rows)``, where given, makes the kernel among a few
-    rows alone (:meth:`block`)."""
+    rows alone on the driver (:meth:`block`). ``make`` returns a Gram matrix (the direct
+    solver) or kernel rows on the workers (the primal one)."""
 
     def __init__(self, make, params: list, made: dict | None = None, make_block=None):
         self.make, self.params, self._made = make, list(params), dict(made or {})
@@ -696,7 +730,7 @@ class _Grams:
     def block(self, w: int, rows):
         """The kernel of width ``w`` among ``rows``: cut from its Gram matrix where that is
         made, else made for those rows alone (a supervised candidate needs no more)."""
-        if w in self._made or self.make_block is None:
+        if isinstance(self._made.get(w), np.ndarray) or self.make_block is None:
             return self[w][np.ix_(rows, rows)]
         return self.make_block(self.params[w], rows)
 
@@ -1002,24 +1036,19 @@ class LapSVM(_ManifoldClassifier):
         of the held-out rows is the paired residual; :func:`._graph_weight.confirm`, shared
         with :class:`LinearLapSVM`). Both rows join ``selection`` with ``criterion="cv"``.
 
-        The supervised fits are solved over the labeled rows alone: without the graph term an
-        unlabeled row's coefficient is 0 (its stationarity condition is ``gamma_A l alpha_i =
-        0``), so the ``l x l`` problem is the same fit at a fraction of its cost. The graph
-        fits share ``MK``, the chosen graph's ``M K``; with the squared hinge they also share
-        one factorization (:func:`~dask_ssl.solvers.dense.lapsvm_newton_subsets`)."""
+        The supervised fits are those of :meth:`_supervised_held_out`. The graph fits share
+        ``MK``, the chosen graph's ``M K``; with the squared hinge they also share one
+        factorization (:func:`~dask_ssl.solvers.dense.lapsvm_newton_subsets`)."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         fold = fold_of(truth_of(YL), min(CV_FOLDS, L.size))
         n_folds = int(fold.max()) + 1
-        held_out = [np.empty_like(YL), np.empty_like(YL)]
-        K_LL, K = grams.block(w_supervised, L), grams[w]
-        no_graph = np.zeros_like(K_LL)
+        K = grams[w]
+        held_out = [self._supervised_held_out(grams.block(w_supervised, L), YL, fold),
+                    np.empty_like(YL)]
         trains = np.zeros((K.shape[0], n_folds), dtype=bool)
         for f in range(n_folds):
-            held = fold == f
-            fit = self._solve_dense(K_LL, no_graph, 0.0, YL * ~held[:, None], ~held)
-            held_out[0][held] = K_LL[held] @ fit["dual_coef_"] + fit["intercept_"]
-            trains[L[~held], f] = True
+            trains[L[fold != f], f] = True
         if self.loss == "squared_hinge":
             graph_fits = lapsvm_newton_subsets(K, M, Y, trains, gamma_A=self.gamma_A,
                                                gamma_I=weight, tol=self.tol,

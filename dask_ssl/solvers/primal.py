@@ -320,7 +320,7 @@ class _Problem:
                 Kd[:, act] = Kz + beta * Kd[:, act]
                 converged[act] = rho_new <= tol * tol * ref[act]
             self.history.append({"newton": newton, "columns": [int(cols[j]) for j in act],
-                                 "residual": np.sqrt(rho / ref).tolist(),
+                                 "residual": np.sqrt(np.maximum(rho, 0.0) / ref).tolist(),
                                  "changed": changed.tolist()})
         self.n_iter += it
         return (a, b, f, Mf), converged, stable
