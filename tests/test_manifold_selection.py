@@ -16,7 +16,7 @@ from dask_ssl.models import LapRLS, LapSVM
 from dask_ssl.models._selection import CV_FOLDS, SelectionWarning, choose, chosen_row, fold_of
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models._rbf_width import default_rbf_gamma, width_candidates
-from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
+from dask_ssl.models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
 
 from ._labels import labels_per_class
 
@@ -116,8 +116,8 @@ def test_rbf_labels_that_ignore_the_clusters_keep_kernel_rls_at_the_chosen_width
 def test_a_given_width_is_kept(client, solver):
     X, y = two_moons(n=200, noise=0.1, seed=1)
     train = labels_per_class((y > 0).astype(int), 6, seed=1)
-    est = LapRLS(kernel_params={"gamma": 0.7}, solver=solver, client=client,
-                 random_state=0).fit(X, train)
+    est = LapRLS(kernel_params={"gamma": 0.7}, n_neighbors=10, p=1, solver=solver,
+                 client=client, random_state=0).fit(X, train)
     assert est.kernel_params_ == {"gamma": 0.7}
     assert est.selection_ and all("gamma" not in row for row in est.selection_)
     # nothing left to choose: the supervised model given whole is not checked against itself
@@ -401,8 +401,9 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     *solves, final = masks
     widths = len(width_candidates(1.0))
     # the width among the supervised candidates (on the driver), then the graph candidates at
-    # the chosen width: one solve on the workers before the fit
-    assert [cv.shape for cv in solves] == [(300, CV_FOLDS * (len(AUTO_GAMMA_I) - 1))]
+    # the chosen width: one solve on the workers per graph setting before the fit
+    assert [cv.shape for cv in solves] == [(300, CV_FOLDS * (len(AUTO_GAMMA_I) - 1))] * len(
+        AUTO_GRAPHS)
     assert final.shape == (300,)
     np.testing.assert_array_equal(final, labeled)
     cv = np.concatenate(solves, axis=1)
@@ -414,7 +415,9 @@ def test_primal_folds_partition_the_labeled_rows_and_score_no_unlabeled_row(clie
     for fold in folds:
         assert np.ptp(np.bincount(y[fold], minlength=2)) <= 1
         assert abs(fold.sum() - labeled.sum() / CV_FOLDS) < 1 + 1e-9
-    assert len(est.selection_) == widths + len(AUTO_GAMMA_I) - 1
+    assert len(est.selection_) == widths + len(AUTO_GRAPHS) * (len(AUTO_GAMMA_I) - 1)
+    assert {(row["n_neighbors"], row["p"]) for row in est.selection_
+            if row["gamma_I"] > 0} == set(AUTO_GRAPHS)
     assert all(np.isfinite(row["squared"]) and row["criterion"] == "cv"
                for row in est.selection_)
     assert sum(row["chosen"] for row in est.selection_) == 1
@@ -451,7 +454,8 @@ def test_primal_supervised_rows_past_the_driver_bound_come_from_the_workers(clie
                                                                            monkeypatch):
     """Past :data:`DRIVER_SUPERVISED_MAX_LABELS` the supervised candidate is a column of the
     solve on the workers: the same held-out errors as the driver's dense fits, and squared
-    losses as close as the solve's tolerance allows."""
+    losses as close as the solve's tolerance allows (at each width: ``gamma_I=0`` given
+    chooses the width alone)."""
     from dask_ssl.models import manifold
 
     X, y = two_moons(n=300, noise=0.15, seed=5)
@@ -459,14 +463,14 @@ def test_primal_supervised_rows_past_the_driver_bound_come_from_the_workers(clie
     train = labels_per_class(y, 8, seed=5)
 
     def supervised_rows():
-        est = cls(solver="primal", kernel_params={"gamma": 1.0}, gamma_A=1e-3, client=client,
+        est = cls(solver="primal", gamma_I=0.0, gamma_A=1e-3, client=client,
                   random_state=0).fit(X, train)
         return [row for row in est.selection_ if row["gamma_I"] == 0]
 
     driver = supervised_rows()
     monkeypatch.setattr(manifold, "DRIVER_SUPERVISED_MAX_LABELS", 0)
     workers = supervised_rows()
-    assert len(driver) == len(workers) == 1
+    assert len(driver) == len(workers) == len(width_candidates(1.0))
     assert [row["errors"] for row in driver] == [row["errors"] for row in workers]
     for a, b in zip(driver, workers):
         assert b["squared"] == pytest.approx(a["squared"], rel=1e-3)

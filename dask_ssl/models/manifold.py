@@ -252,10 +252,10 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         graph : Graph or dict of Graph, optional
             A graph on exactly these rows (e.g. from :func:`dask_ssl.graph.knn_graph` or
             :meth:`Graph.from_scipy`), used instead of a new kNN search. A dict names
-            candidate graphs: the direct solver chooses among them as among the "auto" graph
-            settings (the name chosen is ``graph_name_`` and the ``graph`` column of
-            ``selection_``); the first stands where nothing is chosen (too few labels, the
-            primal solver, ``n_components``).
+            candidate graphs: the direct and primal solvers choose among them as among the
+            "auto" graph settings (the name chosen is ``graph_name_`` and the ``graph`` column
+            of ``selection_``); the first stands where nothing is chosen (too few labels,
+            ``n_components``).
         resume : bool, default False
             For the interface of the CLI; these estimators have no outer loop to resume.
         """
@@ -395,7 +395,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                         self, to_blocks(X, client, self.n_blocks), k)
         if solver == "direct":
             return graphs, self._fit_direct(grams, graphs, candidates, Y, labeled)
-        return graphs, self._fit_primal(X, client, graphs, candidates[0], Y, labeled, grams)
+        return graphs, self._fit_primal(X, client, graphs, candidates, Y, labeled, grams)
 
     def _weight(self, graph, gamma_I) -> float:
         """``gamma_I_eff`` on ``graph`` (:func:`._graph_seam.graph_term_weight_on`)."""
@@ -510,22 +510,23 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         overrides)."""
         return True
 
-    def _fit_primal(self, X, client, graphs, setting, Y, labeled, blocks_of) -> dict:
-        """The distributed fit on the first graph setting, at the width and ``gamma_I`` of
-        :meth:`_primal_choice`; the kernel rows of a width are computed on the workers once,
-        for the selection and the fit, where a graph candidate needs them (``blocks_of``: the
-        candidate kernel parameters, default first, and the kernel among a few rows on the
-        driver, :class:`_Grams`)."""
+    def _fit_primal(self, X, client, graphs, candidates, Y, labeled, blocks_of) -> dict:
+        """The distributed fit at the graph setting, width and ``gamma_I`` of
+        :meth:`_primal_choice` (``candidates``: the graph settings, ``(k, p)``); the kernel
+        rows of a width are computed on the workers once, for the selection and the fit,
+        where a graph candidate needs them (``blocks_of``: the candidate kernel parameters,
+        default first, and the kernel among a few rows on the driver, :class:`_Grams`)."""
         from ..kernels.blocks import KernelBlocks
 
-        graph = graphs[setting[0]]
         blocks = to_blocks(X, client, self.n_blocks)
         grams = _Grams(lambda kp: KernelBlocks(blocks, kernel=self.kernel, kernel_params=kp),
                        blocks_of.params, make_block=blocks_of.make_block)
         try:
-            w, gamma_I, selection = self._primal_choice(blocks, grams, graph, setting, Y,
-                                                        labeled)
+            (w, j, gamma_I), selection = self._primal_choice(blocks, grams, graphs, candidates,
+                                                             Y, labeled)
             grams.close(keep=w)
+            setting = candidates[j]
+            graph = graphs[setting[0]]
             weight = self._weight(graph, gamma_I)
             res = self._solve_primal(blocks, grams[w], graph, setting[1], Y, labeled, weight,
                                      self.tol)
@@ -537,102 +538,106 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                 "graph_setting": setting, "selection": selection, "gamma_I_": gamma_I,
                 "gamma_I_effective_": weight, "kernel_params_": grams.params[w], "gram": None}
 
-    def _primal_choice(self, blocks, grams, graph, setting, Y, labeled):
-        """``(width index, gamma_I, selection_)`` on the primal path: the given ``gamma_I`` and
-        width; with "auto" or the width to choose, the choice of :meth:`_cv_primal`, or the
-        seeds' with too few labels to choose."""
+    def _primal_choice(self, blocks, grams, graphs, candidates, Y, labeled):
+        """``((width index, setting index, gamma_I), selection_)`` on the primal path: the
+        given ``gamma_I``, graph setting and width; with "auto", several graph settings or
+        the width to choose, the choice of :meth:`_cv_primal`, or the seeds' with too few
+        labels to choose. ``gamma_I = 0`` is one candidate per width whatever the graph."""
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
-        if len(gammas) * len(grams) == 1:
-            return 0, gammas[0], []
+        grid = [(w, j, g) for w in range(len(grams)) for j in range(len(candidates))
+                for g in gammas if g > 0 or j == 0]
+        if len(grid) == 1:
+            return grid[0], []
         if not enough_labels(truth_of(Y[labeled])):
-            warn_unchecked(self, self._unchecked(1, len(grams)))
-            return 0, (SEED_GAMMA_I if self.gamma_I == "auto" else gammas[0]), []
-        return self._cv_primal(blocks, grams, graph, setting, Y, labeled, gammas)
+            warn_unchecked(self, self._unchecked(len(candidates), len(grams)))
+            return (0, 0, SEED_GAMMA_I if self.gamma_I == "auto" else gammas[0]), []
+        return self._cv_primal(blocks, grams, graphs, candidates, Y, labeled, grid)
 
     @selecting()
-    def _cv_primal(self, blocks, grams, graph, setting, Y, labeled, gammas):
-        """``(width index, gamma_I, selection_)``: the widths of ``grams`` (the default first)
-        and the ``gamma_I`` of ``gammas`` (0, the supervised model, first) by
-        :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by this
-        estimator's own loss on the held-out rows and the rule of :mod:`._selection`.
+    def _cv_primal(self, blocks, grams, graphs, candidates, Y, labeled, grid):
+        """``((width index, setting index, gamma_I), selection_)``: the candidates of
+        ``grid``, ``(width, graph setting, gamma_I)`` (the widths of ``grams``, the default
+        first; the graph settings ``candidates``; ``gamma_I = 0``, the supervised model, first
+        where tried), by :data:`CV_FOLDS`-fold cross-validation on the labeled rows, scored by
+        this estimator's own loss on the held-out rows and the rule of :mod:`._selection`.
 
         Two stages, as on the direct path: the width first, among each width's first
         candidate (the supervised one where ``gamma_I = 0`` is tried; the incumbent: the
-        supervised model at the default width), then the other ``gamma_I`` at that width
-        only, against the first stage's pick; the table holds every candidate scored. Graph
-        candidates at every width made the selection many fits long: their columns share
-        each product, and the slowest to converge (the largest ``gamma_I``) set the passes of
+        supervised model at the default width), then the graph settings and other
+        ``gamma_I`` at that width only, against the first stage's pick; the table holds every
+        candidate scored. Graph candidates at every width made the selection many fits long:
+        their columns share each product, and the slowest to converge set the passes of
         every width.
 
         The supervised candidate's folds are fitted on the driver over the labeled rows alone
         (:meth:`_supervised_held_out`; up to :data:`DRIVER_SUPERVISED_MAX_LABELS` of them):
         no round trip, and a width the graph candidates do not use never has its kernel rows
-        computed on the workers. Otherwise, per stage and width every (fold, candidate, class
-        column) is a column of one primal solve on that width's kernel rows, so an iteration
-        costs the products of one fit. A fold's held-out rows are unlabeled rows of its
-        columns: they stay in the graph term, and only their outputs ``K alpha + b`` are
-        scored."""
+        computed on the workers. Otherwise, per stage, width and graph setting every (fold,
+        candidate, class column) is a column of one primal solve on that width's kernel rows,
+        so an iteration costs the products of one fit. A fold's held-out rows are unlabeled
+        rows of its columns: they stay in the graph term, and only their outputs ``K alpha +
+        b`` are scored."""
         L = np.flatnonzero(labeled)
         YL = Y[L]
         truth = truth_of(YL)
         fold = fold_of(truth, min(CV_FOLDS, L.size))
         n_folds, n_targets = int(fold.max()) + 1, Y.shape[1]
-        # gamma_I_eff is linear in gamma_I: one normalization for every candidate
-        unit = self._weight(graph, 1.0)
         outputs = {}
 
-        def score(w, candidates):
-            """Held-out outputs of ``gamma_I`` in ``candidates`` at width ``w``: the
-            supervised one's on the driver, the others' by one solve on the workers."""
-            if 0.0 in candidates and L.size <= DRIVER_SUPERVISED_MAX_LABELS:
-                outputs[w, 0.0] = self._supervised_held_out(grams.block(w, L), YL, fold)
-                candidates = [g for g in candidates if g > 0]
-            if not candidates:
+        def score(w, j, gammas):
+            """Held-out outputs of ``gamma_I`` in ``gammas`` at width ``w`` on graph setting
+            ``j``: the supervised one's on the driver, the others' by one solve on the
+            workers."""
+            if 0.0 in gammas and L.size <= DRIVER_SUPERVISED_MAX_LABELS:
+                outputs[w, j, 0.0] = self._supervised_held_out(grams.block(w, L), YL, fold)
+                gammas = [g for g in gammas if g > 0]
+            if not gammas:
                 return
-            cases = [(f, g, t) for f in range(n_folds) for g in candidates
-                     for t in range(n_targets)]
+            (k, p), cases = candidates[j], [(f, g, t) for f in range(n_folds) for g in gammas
+                                            for t in range(n_targets)]
             masks = np.zeros((Y.shape[0], len(cases)), dtype=bool)
-            for j, (f, _, _) in enumerate(cases):
-                masks[L[fold != f], j] = True
+            for c, (f, _, _) in enumerate(cases):
+                masks[L[fold != f], c] = True
+            # gamma_I_eff is linear in gamma_I: one normalization for every candidate
+            unit = self._weight(graphs[k], 1.0)
             weights = np.array([g * unit for _, g, _ in cases])
             # the folds' fits need only be accurate enough to count their held-out errors
-            res = self._solve_primal(blocks, grams[w], graph, setting[1],
+            res = self._solve_primal(blocks, grams[w], graphs[k], p,
                                      Y[:, [t for _, _, t in cases]] * masks, masks, weights,
                                      max(self.tol, CV_TOL))
-            for g in candidates:
+            for g in gammas:
                 held_out = np.empty_like(YL)
                 for f in range(n_folds):
-                    cols = [j for j, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
+                    cols = [c for c, (ff, gg, _) in enumerate(cases) if ff == f and gg == g]
                     held_out[fold == f] = res.decision[np.ix_(L[fold == f], cols)]
-                outputs[w, g] = held_out
+                outputs[w, j, g] = held_out
 
         def scores(cases):
             outs = [outputs[case] for case in cases]
             return (np.array([truth_of(out) != truth for out in outs]),
                     np.array([self._loss_values(out, YL).sum(axis=1) for out in outs]))
 
-        first = [(w, gammas[0]) for w in range(len(grams))]
-        if len(grams) > 1:
-            for w in range(len(grams)):
-                score(w, gammas[:1])
-            width = first[choose(*scores(first), supervised=0)][0]
-            rest = gammas[1:]
-        else:
-            width, rest = 0, gammas
-        if rest:
-            score(width, rest)
-        cases = sorted(set(first) | {(width, g) for g in gammas},
-                       key=lambda case: (case[0], gammas.index(case[1])))
+        # each width's first candidate: the supervised one where gamma_I = 0 is tried
+        base = [case for case in grid if case[1:] == grid[0][1:]]
+        if len(base) > 1:
+            for w, j, g in base:
+                score(w, j, [g])
+        width = base[choose(*scores(base), supervised=0)][0] if len(base) > 1 else 0
+        for j in range(len(candidates)):
+            todo = [g for w, jj, g in grid if w == width and jj == j
+                    and (w, jj, g) not in outputs]
+            score(width, j, todo)
+        cases = [case for case in grid if case in base or case[0] == width]
         wrong, squared = scores(cases)
         # the graph candidates meet the first stage's pick (as on the direct path)
-        incumbent = cases.index((width, gammas[0]))
+        incumbent = cases.index((width, *grid[0][1:]))
         best = choose(wrong, squared, supervised=incumbent)
         rows = [{**({"gamma": grams.params[w]["gamma"]} if len(grams) > 1 else {}),
-                 "n_neighbors": None if g == 0 else setting[0],
-                 "p": None if g == 0 else setting[1], "gamma_I": g} for w, g in cases]
+                 "n_neighbors": None if g == 0 else candidates[j][0],
+                 "p": None if g == 0 else candidates[j][1], "gamma_I": g} for w, j, g in cases]
         selection = [{**row, "criterion": "cv"}
                      for row in table(rows, wrong, squared, best, supervised=incumbent)]
-        return cases[best][0], cases[best][1], selection
+        return cases[best], selection
 
     def _supervised_held_out(self, K_LL, YL, fold) -> np.ndarray:
         """The supervised model's (graph term 0) outputs on each fold's held-out labeled rows
@@ -823,13 +828,14 @@ class LapRLS(_ManifoldClassifier):
         deformed kernel; the left-out row stays in the graph) and their squared residuals:
         the width among the supervised candidates first, then the graph candidates at that
         width (each costs an ``n x n`` factorization).
-        The primal solver chooses on the first graph setting by ``CV_FOLDS``-fold
+        The primal solver chooses with the same graph settings by ``CV_FOLDS``-fold
         cross-validation (folds stratified by class, each labeled row held out once), scored
         by the estimator's own loss on the held-out rows, in the direct solver's two stages
-        (the width among the supervised candidates, then the graph candidates at that width);
-        every (fold, candidate, class) is a column of one distributed solve on that width's
-        kernel rows, a fold's held-out rows staying in the graph as unlabeled rows, and the
-        fit at the chosen value follows. With fewer than 5 labeled rows in a class it is the
+        (the width among the supervised candidates, fitted on the driver over the labeled
+        rows, then the graph candidates at that width); per graph setting every (fold,
+        candidate, class) is a column of one distributed solve on that width's kernel rows,
+        a fold's held-out rows staying in the graph as unlabeled rows, and the fit at the
+        chosen value follows. With fewer than 5 labeled rows in a class it is the
         seeds' 1e4 (with a :class:`~dask_ssl.models._selection.SelectionWarning`): the graph
         term then dominates the ambient one, the classifier follows the graph and the kernel
         extends it. With ``n_components`` the candidates are the linear estimators'
@@ -870,9 +876,10 @@ class LapRLS(_ManifoldClassifier):
         ``n_neighbors`` and/or ``p`` the direct solver fits ``(n_neighbors, p)`` in
         ``AUTO_GRAPHS`` = ((10, 1), (50, 5)) and keeps the one with the fewest leave-one-out
         errors of LapRLS on the labeled rows (exact, through the deformed kernel; ties and
-        too few labels to tell keep the first, the most local and smoothest); the choice is
-        in ``n_neighbors_``, ``p_`` and ``selection_``. Unlabeled rows' labels are never read
-        (there are none). The primal solver takes the first.
+        too few labels to tell keep the first, the most local and smoothest); the primal
+        solver scores them with ``gamma_I`` by its cross-validation (see ``gamma_I``). The
+        choice is in ``n_neighbors_``, ``p_`` and ``selection_``. Unlabeled rows' labels are
+        never read (there are none).
     graph_normalization : {"n2", "edges", "none"}, default "n2"
         gamma_I_eff = gamma_I / (u + l)^2 (thesis ch. 2), gamma_I / sum W_ij (the seeds'
         sparse-graph alternative) or gamma_I (linear paper, ch. 4).

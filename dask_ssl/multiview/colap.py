@@ -26,10 +26,10 @@ it, the case in which the largest score can name one class for most rows (as for
 Selection. A view whose ``gamma_I`` is ``"auto"`` chooses on the labeled rows among the
 multi-view graph and its own graph alone (the single-view LapRLS / LapSVM, the thesis' ``alpha =
 0`` for view 1), each with every ``gamma_I`` candidate, ``gamma_I = 0`` (the supervised model)
-first: LapRLS's exact leave-one-out and the rule of :mod:`dask_ssl.models._selection`, the
-learner given both graphs by name (:meth:`LapRLS.fit <dask_ssl.models.LapRLS.fit>`). The
-multi-view graph comes first, so it stands where the labels are too few to choose and on the
-primal solver (which chooses ``gamma_I`` on it by cross-validation).
+first: LapRLS's exact leave-one-out (the primal solver's cross-validation on that solver) and
+the rule of :mod:`dask_ssl.models._selection`, the learner given both graphs by name
+(:meth:`LapRLS.fit <dask_ssl.models.LapRLS.fit>`). The multi-view graph comes first, so it
+stands where the labels are too few to choose.
 
 At scale. The views given as row blocks (:class:`~dask_ssl.multiview.blocks.MultiViewBlocks`,
 or a list of RowBlocks), each view's kNN graph is built on the workers and nothing ``n x n`` is
