@@ -294,8 +294,9 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
                            kparams, make_block=block)
             grams[0]
         else:
+            # the same check on 64 rows; the kernel rows are made on the workers (_fit_primal),
+            # the kernel among a few rows here
             block(kparams[0], slice(64))
-            # the kernel rows are made on the workers (_fit_primal), the blocks here
             grams = _Grams(None, kparams, make_block=block)
         client = get_client(self.client)
         candidates = self._graph_candidates(n_rows, graph)
@@ -726,7 +727,8 @@ class _Grams:
     ``make(params)`` when first asked for and kept: the Gram matrix of a width not tried is
     never computed. ``make_block(params, rows)``, where given, makes the kernel among a few
     rows alone on the driver (:meth:`block`). ``make`` returns a Gram matrix (the direct
-    solver) or kernel rows on the workers (the primal one)."""
+    solver) or kernel rows on the workers (the primal one); None carries the parameters and
+    ``make_block`` to where the workers' kernel rows are made."""
 
     def __init__(self, make, params: list, made: dict | None = None, make_block=None):
         self.make, self.params, self._made = make, list(params), dict(made or {})
