@@ -454,8 +454,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         once per graph, for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for
         the fit); the graphs are shared by every width (their heat weights do not depend on
         the kernel)."""
-        grid = [(w, j, g) for w in range(len(grams)) for j in range(len(settings))
-                for g in gammas if g > 0 or j == 0]
+        grid = _candidate_grid(len(grams), len(settings), gammas)
         if len(grid) == 1:
             return grid[0], grid[0], []
         L = np.flatnonzero(labeled)
@@ -545,8 +544,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         the width to choose, the choice of :meth:`_cv_primal`, or the seeds' with too few
         labels to choose. ``gamma_I = 0`` is one candidate per width whatever the graph."""
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
-        grid = [(w, j, g) for w in range(len(grams)) for j in range(len(candidates))
-                for g in gammas if g > 0 or j == 0]
+        grid = _candidate_grid(len(grams), len(candidates), gammas)
         if len(grid) == 1:
             return grid[0], []
         if not enough_labels(truth_of(Y[labeled])):
@@ -720,6 +718,14 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.graph_name_ = doc.get("graph_name_")
         # models stored before gamma_I was chosen used the gamma_I they were given
         self.gamma_I_ = doc.get("gamma_I_", doc["params"]["gamma_I"])
+
+
+def _candidate_grid(n_widths: int, n_settings: int, gammas) -> list:
+    """The candidates ``(width index, graph setting index, gamma_I)`` of both solvers' choice,
+    by width, then setting, then ``gamma_I``: ``gamma_I = 0`` (the supervised model, which no
+    graph changes) once per width, on the first setting."""
+    return [(w, j, g) for w in range(n_widths) for j in range(n_settings) for g in gammas
+            if g > 0 or j == 0]
 
 
 class _Grams:
