@@ -211,11 +211,9 @@ def test_the_choice_is_stored_with_the_model(client, tmp_path):
 @pytest.mark.parametrize("cls", [LapRLS, LapSVM])
 def test_nystrom_path_chooses_through_the_linear_estimator(client, monkeypatch, cls):
     """With n_components the gamma_I candidates are the linear estimators' (shares of the graph
-    term), reported in this estimator's gamma_I units, on each graph setting at the width the
-    supervised candidates choose. The fit at the choice runs on what the choice formed (the
-    labeled loss's Gram matrix on the driver, the graph term's once per setting at the chosen
-    width, neither again) and equals the fit given the chosen gamma_I, width and graph by
-    hand."""
+    term), reported in this estimator's gamma_I units, at each candidate width. The fit at the
+    choice runs on what the choice formed (each width's Gram matrices are formed once, the
+    chosen one's not again) and equals the fit given the chosen gamma_I and width by hand."""
     from dask_ssl.graph.data_graph import DataGraph
 
     X, y = two_moons(n=400, noise=0.1, seed=5)
@@ -228,46 +226,40 @@ def test_nystrom_path_chooses_through_the_linear_estimator(client, monkeypatch, 
         monkeypatch.setattr(DataGraph, name, counted)
     est = cls(n_components=60, client=client, random_state=0).fit(X, train)
     monkeypatch.undo()
-    assert formed == {"gram": len(AUTO_GRAPHS), "weighted_gram": 0}
-    assert {(r["n_neighbors"], r["p"]) for r in est.selection_ if r["rho"] > 0} == set(
-        AUTO_GRAPHS)
-    assert {r["gamma"] for r in est.selection_} == set(width_candidates(
-        est.selection_[0]["gamma"]))
+    assert formed == {key: len(width_candidates(1.0)) for key in formed}
     row = chosen_row(est.selection_)
     assert est.gamma_I_ > 0 and row["gamma_I"] == pytest.approx(est.gamma_I_, rel=1e-12)
     assert est.gamma_I_effective_ == pytest.approx(est.gamma_I_ / 400 ** 2, rel=1e-12)
     assert est.kernel_params_ == {"gamma": row["gamma"]}
-    assert (est.n_neighbors_, est.p_) == (row["n_neighbors"], row["p"])
-    fixed = cls(gamma_I=est.gamma_I_, kernel_params=est.kernel_params_, p=est.p_,
-                n_components=60, client=client, random_state=0).fit(X, train,
-                                                                    graph=est.graph_)
+    fixed = cls(gamma_I=est.gamma_I_, kernel_params=est.kernel_params_, n_components=60,
+                client=client, random_state=0).fit(X, train, graph=est.graph_)
     assert fixed.selection_ == []
     np.testing.assert_allclose(est.decision_function(X), fixed.decision_function(X),
                                rtol=1e-10, atol=1e-10)
     assert est.objective_ == pytest.approx(fixed.objective_, rel=1e-10)
 
 
-def test_nystrom_lost_worker_in_the_graph_choice_repeats_the_fit(client, monkeypatch):
-    """A worker lost while the graph is chosen repeats the fit from its inputs, as on the
+def test_nystrom_lost_worker_in_the_width_choice_repeats_the_fit(client, monkeypatch):
+    """A worker lost while the width is chosen repeats the fit from its inputs, as on the
     other paths (counted in restarts_), to the fit of an uninterrupted run."""
     from dask_ssl.linalg.workerstate import StateLost
     from dask_ssl.models import _nystrom_width
 
     X, y = two_moons(n=300, noise=0.1, seed=2)
     train = labels_per_class((y > 0).astype(int), 8, seed=2)
-    kw = dict(n_components=40, n_neighbors=10, client=client, random_state=0)
+    kw = dict(n_components=40, client=client, random_state=0)
     clean = LapRLS(**kw).fit(X, train)
-    lined_up, calls = _nystrom_width.DataGraph, []
+    space, calls = _nystrom_width._space, []
 
     def losing(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 2:  # the second graph setting, mid-choice
+        if len(calls) == 2:  # the second width, mid-choice
             raise StateLost("block 0 of dg-test is not in this process")
-        return lined_up(*args, **kwargs)
+        return space(*args, **kwargs)
 
-    monkeypatch.setattr(_nystrom_width, "DataGraph", losing)
-    est = LapRLS(**kw).fit(X, train)
-    assert est.restarts_ == 1 and len(calls) == 2 + len(AUTO_GRAPHS)
+    monkeypatch.setattr(_nystrom_width, "_space", losing)
+    est = LapRLS(**kw).fit(X, train, graph=clean.graph_)
+    assert est.restarts_ == 1 and len(calls) == 2 + len(width_candidates(1.0))
     assert est.selection_ == clean.selection_
     np.testing.assert_allclose(est.decision_function(X), clean.decision_function(X),
                                rtol=1e-10, atol=1e-10)

@@ -14,10 +14,10 @@ with the same ``gamma_A`` and ``gamma_I_eff``: the linear estimators take ``gamm
 back to an expansion over the landmarks, ``alpha = K_mm^-1/2 w``, so prediction and the model
 store are those of the exact estimators with the landmarks as expansion points.
 
-Where the RBF width or the graph is chosen, each candidate width is a feature space of its own
-on the same landmarks; :mod:`._nystrom_width` chooses the width and the graph setting with
-``gamma_I`` and the linear fit at the chosen setting runs on what the choice formed there (the
-features lined up with the graph and, on the Gram path, the Gram matrices), computed once.
+Where the RBF width is chosen, each candidate width is a feature space of its own on the same
+landmarks; :mod:`._nystrom_width` chooses the width with ``gamma_I`` and the linear fit at the
+chosen setting runs on what that width formed for the choice (its features lined up with the
+graph and, on the Gram path, its Gram matrices), computed once.
 """
 
 from __future__ import annotations
@@ -26,49 +26,37 @@ import numpy as np
 
 from ..linalg import RowBlocks
 from ._graph_weight import SEED_GAMMA_I, truth_of
-from ._nystrom_width import choose_nystrom
+from ._nystrom_width import choose_width
 from ._selection import enough_labels, warn_unchecked
 from .linear_manifold import LinearLapRLS, LinearLapSVM
 
 
-def fit_nystrom(est, blocks: RowBlocks, labels, graph_of, settings, candidates,
-                client) -> tuple:
+def fit_nystrom(est, blocks: RowBlocks, labels, graph, setting, candidates, client) -> dict:
     """Fit ``est`` (LapRLS or LapSVM with ``n_components``) in Nystrom feature space; returns
-    ``(setting, graph, attributes)``: the graph setting ``(n_neighbors or name, p)`` fitted, its
-    graph, and the fitted attributes of the kernel model (expansion over the landmarks, its
-    ``kernel_params_``) with ``gamma_I_``, ``gamma_I_effective_`` and ``selection_``.
-    ``settings`` are the graph settings to try and ``candidates`` the kernel parameters, the
-    default first of each; ``graph_of(n_neighbors or name)`` gives a setting's graph, built
-    when first asked for. With one of each, the inner linear fit maps the rows and
-    (``gamma_I="auto"``) chooses ``gamma_I`` in ``est``'s units; with several (the RBF width
-    or the graph to choose), :func:`._nystrom_width.choose_nystrom` chooses them with
-    ``gamma_I`` and the inner fit runs on the chosen width's features. ``labels`` are the
-    fit's :class:`~dask_ssl.models._input.Labels`: the inner fit reads them as codes."""
+    the fitted attributes of the kernel model (expansion over the landmarks, its
+    ``kernel_params_``) and ``gamma_I_``, ``gamma_I_effective_`` and ``selection_``.
+    ``candidates`` are the kernel parameters to try, the default first: with one, the inner
+    linear fit maps the rows and (``gamma_I="auto"``) chooses ``gamma_I`` in ``est``'s units;
+    with several (the RBF width to choose), :func:`._nystrom_width.choose_width` chooses the
+    width with ``gamma_I`` and the inner fit runs on the chosen width's features. ``labels``
+    are the fit's :class:`~dask_ssl.models._input.Labels`: the inner fit reads them as codes."""
     linear = LinearLapRLS if est._loss() == "squared" else LinearLapSVM
     gamma_I = est.gamma_I
-    if gamma_I == 0:  # no graph term: the graph does not change the fit
-        settings = settings[:1]
-    if len(candidates) > 1 or len(settings) > 1:
+    if len(candidates) > 1:
         if enough_labels(truth_of(labels.columns()[labels.labeled])):
-            graphs = [(setting, graph_of(setting[0])) for setting in settings]
-            chosen = choose_nystrom(est, blocks, labels, graphs, candidates,
-                                    bias=linear is LinearLapSVM)
-            setting, graph = graphs[chosen["setting"]]
+            chosen = choose_width(est, blocks, labels, graph, setting[1], candidates,
+                                  bias=linear is LinearLapSVM)
             inner = _inner(est, linear, setting, None, chosen["gamma_I"], client)
             inner.fit_prepared(chosen["prepared"], chosen["features"], labels.codes, graph)
-            return setting, graph, {
-                **_attributes(inner, chosen["feature_map"], labels),
-                "kernel_params_": candidates[chosen["width"]],
-                "gamma_I_": chosen["gamma_I"], "selection_": chosen["selection"]}
-        warn_unchecked(est, est._unchecked(len(settings), len(candidates)))
+            return {**_attributes(inner, chosen["feature_map"], labels),
+                    "kernel_params_": candidates[chosen["width"]],
+                    "gamma_I_": chosen["gamma_I"], "selection_": chosen["selection"]}
+        warn_unchecked(est, est._unchecked(1, len(candidates)))
         gamma_I = SEED_GAMMA_I if gamma_I == "auto" else gamma_I
-    setting = settings[0]
-    graph = graph_of(setting[0])
     inner = _inner(est, linear, setting, candidates[0], gamma_I, client)
     inner.fit(blocks, labels.codes, graph=graph)
-    return setting, graph, {
-        **_attributes(inner, inner.feature_map_, labels), "kernel_params_": candidates[0],
-        "gamma_I_": inner.gamma_I_, "selection_": inner.selection_}
+    return {**_attributes(inner, inner.feature_map_, labels), "kernel_params_": candidates[0],
+            "gamma_I_": inner.gamma_I_, "selection_": inner.selection_}
 
 
 def _inner(est, linear, setting, kparams, gamma_I, client):

@@ -77,15 +77,6 @@ def fold_of(truth, k: int) -> np.ndarray:
     return fold
 
 
-def candidate_grid(n_widths: int, n_settings: int, values) -> list:
-    """The candidates ``(width index, graph setting index, value)`` of the manifold
-    estimators' choice, by width, then setting, then the graph term's ``value`` (``gamma_I``,
-    or its share ``rho``): value 0 (the supervised model, which no graph changes) once per
-    width, on the first setting."""
-    return [(w, j, v) for w in range(n_widths) for j in range(n_settings) for v in values
-            if v > 0 or j == 0]
-
-
 def warn_unchecked(estimator, setting: str) -> None:
     """Warn that ``setting`` stands as the seeds give it, unchecked on the labels."""
     warnings.warn(f"{type(estimator).__name__}: fewer than {MIN_PER_CLASS} labeled rows in a "

@@ -61,8 +61,8 @@ from ._graph_weight import CV_TOL, SEED_GAMMA_I, confirm, truth_of
 from ._pickle import PicklesWithoutGraph
 from ._rbf_width import blocks_rbf_gamma, default_rbf_gamma, width_candidates
 from ._selection_cost import measured_fit, selecting
-from ._selection import (CV_FOLDS, candidate_grid, choose, chosen_row, enough_labels, fold_of,
-                         table, warn_unchecked)
+from ._selection import (CV_FOLDS, choose, chosen_row, enough_labels, fold_of, table,
+                         warn_unchecked)
 
 SOLVERS = ("auto", "direct", "primal")
 #: ``solver="auto"`` solves directly up to this many rows (a dense n x n LU on the driver).
@@ -252,9 +252,10 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         graph : Graph or dict of Graph, optional
             A graph on exactly these rows (e.g. from :func:`dask_ssl.graph.knn_graph` or
             :meth:`Graph.from_scipy`), used instead of a new kNN search. A dict names
-            candidate graphs: they are chosen among as among the "auto" graph settings (the name
-            chosen is ``graph_name_`` and the ``graph`` column of ``selection_``); the first
-            stands where nothing is chosen (too few labels).
+            candidate graphs: the direct and primal solvers choose among them as among the
+            "auto" graph settings (the name chosen is ``graph_name_`` and the ``graph`` column
+            of ``selection_``); the first stands where nothing is chosen (too few labels,
+            ``n_components``).
         resume : bool, default False
             For the interface of the CLI; these estimators have no outer loop to resume.
         """
@@ -329,52 +330,39 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
 
     def _fit_nystrom(self, X, labels, graph) -> None:
         """The fit in Nystrom feature space (see :mod:`._nystrom_manifold`): the rows stay on
-        the workers, the model is an expansion over the landmarks; the RBF width (where not
-        given) and the graph setting are chosen with ``gamma_I`` (:mod:`._nystrom_width`)."""
+        the workers, the model is an expansion over the landmarks; an RBF width not given is
+        chosen with ``gamma_I`` (:mod:`._nystrom_width`)."""
         client = get_client(self.client)
-        named = isinstance(graph, dict)
-        settings = self._graph_candidates(labels.codes.size, graph)
-        (blocks, setting, graph, fitted), restarts = solve_with_restarts(
-            lambda: self._nystrom_on_workers(X, client, labels, graph, settings),
+        setting = self._graph_candidates(labels.codes.size, graph)[0]
+        self.graph_name_ = None
+        if isinstance(graph, dict):
+            self.graph_name_, graph = setting[0], graph[setting[0]]
+            setting = (None, setting[1])
+        (blocks, graph, fitted), restarts = solve_with_restarts(
+            lambda: self._nystrom_on_workers(X, client, labels, graph, setting),
             what=type(self).__name__)
         for key, value in fitted.items():
             setattr(self, key, value)
-        if named:  # the candidates' column holds their names, not neighbour counts
-            for row in self.selection_:
-                if "n_neighbors" in row:
-                    row["graph"] = row.pop("n_neighbors")
         self.restarts_ += restarts
         self.graph_ = graph
         self.diagnostics_ = graph_diagnostics(graph)
         warn_graph(self.diagnostics_, labels.labeled)
-        self.graph_name_ = setting[0] if named else None
-        self.n_neighbors_ = None if named else setting[0]
-        self.p_ = setting[1]
+        self.n_neighbors_, self.p_ = setting
         self.n_features_in_ = blocks.n_features
         self.n_labeled_ = int(labels.labeled.sum())
         self.data_shape_ = (blocks.n_rows, blocks.n_features)
         self.transduction_ = self._labels_from_scores(self.decision_function(blocks))
 
-    def _nystrom_on_workers(self, X, client, labels, graph, settings):
-        """The row blocks, the default width, the graphs (unless given) and the choice and
-        fit: ``(blocks, graph setting, its graph, fitted attributes)``. All of it is on the
-        workers, so a lost worker repeats it from the inputs (:func:`solve_with_restarts`),
-        the choice included. A graph setting's graph is built when the choice first needs
-        it."""
+    def _nystrom_on_workers(self, X, client, labels, graph, setting):
+        """The row blocks, the graph (unless given), the default width, its choice and the fit:
+        ``(blocks, graph, fitted attributes)``. All of it is on the workers, so a lost worker
+        repeats it from the inputs (:func:`solve_with_restarts`), width selection included."""
         blocks = to_blocks(X, client, self.n_blocks)
         kparams = self._kernel_candidates(
             blocks_rbf_gamma(blocks) if self._width_selected() else None)
-        built = {}
-
-        def graph_of(k):
-            if k not in built:
-                built[k] = (graph[k] if isinstance(graph, dict) else
-                            graph if graph is not None else estimator_graph(self, blocks, k))
-            return built[k]
-
-        setting, graph_, fitted = fit_nystrom(self, blocks, labels, graph_of, settings,
-                                              kparams, client)
-        return blocks, setting, graph_, fitted
+        if graph is None:
+            graph = estimator_graph(self, blocks, setting[0])
+        return blocks, graph, fit_nystrom(self, blocks, labels, graph, setting, kparams, client)
 
     def _width_selected(self) -> bool:
         """Whether the RBF width is chosen on the labels: the kernel is "rbf" and its ``gamma``
@@ -466,7 +454,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         once per graph, for every ``gamma_I`` tried (kept in ``MK``, by (width, setting), for
         the fit); the graphs are shared by every width (their heat weights do not depend on
         the kernel)."""
-        grid = candidate_grid(len(grams), len(settings), gammas)
+        grid = _candidate_grid(len(grams), len(settings), gammas)
         if len(grid) == 1:
             return grid[0], grid[0], []
         L = np.flatnonzero(labeled)
@@ -556,7 +544,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         the width to choose, the choice of :meth:`_cv_primal`, or the seeds' with too few
         labels to choose. ``gamma_I = 0`` is one candidate per width whatever the graph."""
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
-        grid = candidate_grid(len(grams), len(candidates), gammas)
+        grid = _candidate_grid(len(grams), len(candidates), gammas)
         if len(grid) == 1:
             return grid[0], []
         if not enough_labels(truth_of(Y[labeled])):
@@ -732,6 +720,14 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         self.gamma_I_ = doc.get("gamma_I_", doc["params"]["gamma_I"])
 
 
+def _candidate_grid(n_widths: int, n_settings: int, gammas) -> list:
+    """The candidates ``(width index, graph setting index, gamma_I)`` of both solvers' choice,
+    by width, then setting, then ``gamma_I``: ``gamma_I = 0`` (the supervised model, which no
+    graph changes) once per width, on the first setting."""
+    return [(w, j, g) for w in range(n_widths) for j in range(n_settings) for g in gammas
+            if g > 0 or j == 0]
+
+
 class _Grams:
     """The kernel of each candidate parameter set (``params``, the default first), made by
     ``make(params)`` when first asked for and kept: the Gram matrix of a width not tried is
@@ -889,9 +885,8 @@ class LapRLS(_ManifoldClassifier):
         ``AUTO_GRAPHS`` = ((10, 1), (50, 5)) and keeps the one with the fewest leave-one-out
         errors of LapRLS on the labeled rows (exact, through the deformed kernel; ties and
         too few labels to tell keep the first, the most local and smoothest); the primal
-        solver scores them with ``gamma_I`` by its cross-validation (see ``gamma_I``), and
-        with ``n_components`` the Nystrom fit with ``gamma_I`` in its feature space (exact
-        leave-one-out up to 1000 features). The choice is in ``n_neighbors_``, ``p_`` and ``selection_``. Unlabeled rows' labels are
+        solver scores them with ``gamma_I`` by its cross-validation (see ``gamma_I``). The
+        choice is in ``n_neighbors_``, ``p_`` and ``selection_``. Unlabeled rows' labels are
         never read (there are none).
     graph_normalization : {"n2", "edges", "none"}, default "n2"
         gamma_I_eff = gamma_I / (u + l)^2 (thesis ch. 2), gamma_I / sum W_ij (the seeds'
