@@ -453,7 +453,9 @@ def chosen_candidate(est):
     named = {k: v for k, v in row.items() if k not in SCORE_KEYS}
     text = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                      for k, v in named.items())
-    params = {k: v for k, v in named.items() if k in est.get_params(deep=False)}
+    # the supervised row's graph columns are None: no graph term, any graph gives that fit
+    params = {k: v for k, v in named.items()
+              if k in est.get_params(deep=False) and v is not None}
     if "gamma" in named and "kernel_params" in est.get_params(deep=False):
         # LapRLS / LapSVM's chosen RBF width: given as the kernel's gamma, nothing is chosen
         params["kernel_params"] = {**(est.kernel_params or {}), "gamma": named["gamma"]}
