@@ -24,9 +24,10 @@ DAYS = ["2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23"]
 
 
 @pytest.fixture
-def nightly(tmp_path, client):
+def nightly(tmp_path, real_cluster):
     """The shipped nightly workflow on generated daily files (drift: each day new rows from the
-    same generator with another seed; 1500 labeled rows a day, the rest unlabeled)."""
+    same generator with another seed; 1500 labeled rows a day, the rest unlabeled), run on the
+    real scheduler's address, which a killed run's own process reaches too."""
     for k, day in enumerate(DAYS):
         X, y = g50c(n=3000, seed=100 + k)
         y = np.where(np.arange(y.size) % 2 == 0, y, 0)
@@ -38,7 +39,7 @@ def nightly(tmp_path, client):
                  # The retrain mechanics do not depend on the estimator; L2SVM keeps this fast.
                  "estimator={name: L2SVM, params: {gamma_A: 1e-3}}"]
     args = ["retrain", str(ROOT / "workflows" / "nightly-retrain.yaml"),
-            "--scheduler", client.scheduler.address]
+            "--scheduler", real_cluster(n_workers=2).address]
     for o in overrides:
         args += ["--set", o]
     doc = load_workflow(ROOT / "workflows" / "nightly-retrain.yaml", overrides).doc
