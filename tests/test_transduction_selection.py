@@ -240,3 +240,19 @@ def test_a_stored_model_keeps_the_rows_its_selection_scored(client, linear_label
     doc.pop("selection_rows_")
     (path / "model.json").write_text(json.dumps(doc))
     assert load_model(path).selection_rows_ == X.shape[0]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("shape", [(40, 5), (12, 30)], ids=["rows>features", "rows<features"])
+def test_fold_priors_in_closed_form_are_the_rls_fits(client, shape, sparse, n_classes):
+    """The fold priors' closed form (the d x d system, or the l x l one with fewer rows than
+    features) gives the weights of RLS fitted on the same rows on the workers."""
+    rng = np.random.default_rng(n_classes)
+    X = rng.normal(size=shape)
+    if sparse:
+        X = sp.csr_matrix(np.where(rng.random(shape) < 0.5, X, 0.0))
+    codes = np.arange(shape[0]) % n_classes
+    rls = RLS(gamma_A=1e-2, client=client).fit(X, codes)
+    np.testing.assert_allclose(auto.fold_rls_weights(X, codes, 1e-2), auto.rls_weights(rls),
+                               rtol=1e-7, atol=1e-9)

@@ -51,11 +51,13 @@ the labeled rows', and the fold priors are the same RLS fits.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ..linalg import RowBlocks
 from ..linalg.rowblocks import is_dask_array
+from ._input import target_columns
 from ._selection import choose, table
 from .base import _block_scores
 
@@ -140,18 +142,45 @@ def _take_rows(i, X, rows):
     return X[rows]
 
 
-def prior_scores(models, X) -> list:
-    """Each fitted RLS's scores on every row of ``X`` on the 0/1 target scale (module
-    docstring), in one pass over the rows for all the models."""
-    d = models[0].coef_.shape[1]
-    W = np.vstack([np.column_stack([m.coef_, m.intercept_]) for m in models]).T
+def rls_weights(model) -> np.ndarray:
+    """A fitted RLS's one-vs-rest weights with the bias last, one column per target."""
+    return np.column_stack([model.coef_, model.intercept_]).T
+
+
+def fold_rls_weights(Xl, codes, gamma_A: float) -> np.ndarray:
+    """The weights :func:`rls_weights` of ``RLS(gamma_A=gamma_A)`` fitted on the labeled rows
+    ``Xl`` with class codes ``codes`` (every class present), solved here in closed form:
+    ``(gamma_A I + Z^T Z / l) w = Z^T Y / l`` with ``Z = [Xl, 1]`` (the bias regularized like
+    a feature, as L2-SVM-MFN's) and the targets +1 / -1 of :meth:`Labels.columns`; by the
+    ``l x l`` system ``w = Z^T (gamma_A l I + Z Z^T)^-1 Y`` where the rows are fewer than the
+    features. The fold priors are fits on a few hundred rows at most: a fit on the workers
+    cost twelve round trips each, most of a small GraphTransduction fit."""
+    n_classes = int(codes.max()) + 1
+    Y = target_columns(codes, [1] if n_classes == 2 else range(n_classes))
+    ones = np.ones((Xl.shape[0], 1))
+    Z = sp.hstack([Xl, ones], format="csr") if sp.issparse(Xl) else np.hstack([Xl, ones])
+    l, dim = Z.shape
+    if dim <= l:
+        A = np.asarray((Z.T @ Z).todense() if sp.issparse(Z) else Z.T @ Z) / l
+        A[np.diag_indices_from(A)] += gamma_A
+        return scipy.linalg.solve(A, np.asarray(Z.T @ Y) / l, assume_a="pos")
+    K = np.asarray((Z @ Z.T).todense() if sp.issparse(Z) else Z @ Z.T)
+    K[np.diag_indices_from(K)] += gamma_A * l
+    return np.asarray(Z.T @ scipy.linalg.solve(K, Y, assume_a="pos"))
+
+
+def prior_scores(weights, X) -> list:
+    """The scores of each RLS weight matrix of ``weights`` (:func:`rls_weights`) on every row
+    of ``X`` on the 0/1 target scale (module docstring), in one pass over the rows for all."""
+    d = weights[0].shape[0] - 1
+    W = np.hstack(weights)
     if isinstance(X, RowBlocks):
         out = np.concatenate(X.call(_block_scores, W, d))
     elif is_dask_array(X):
         out = np.asarray((X @ W[:d] + W[d]).compute())
     else:
         out = np.asarray(X @ W[:d]) + W[d]
-    widths = np.cumsum([0] + [m.coef_.shape[0] for m in models])
+    widths = np.cumsum([0] + [w.shape[1] for w in weights])
     return [target_scale(out[:, lo:hi]) for lo, hi in zip(widths[:-1], widths[1:])]
 
 

@@ -407,10 +407,11 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         if setting.prior is not None:
             rows = np.flatnonzero(labeled)
             Xl = auto.labeled_rows(X, rows)
-            models = [RLS(client=self.client).fit(Xl[train[rows]], codes[rows][train[rows]])
-                      for train in [labeled, *trains]]
-            S, *fold_priors = auto.prior_scores(models, X)
-            prior_model = models[0]
+            prior_model = RLS(client=self.client).fit(Xl, codes[rows])
+            S, *fold_priors = auto.prior_scores(
+                [auto.rls_weights(prior_model)]
+                + [auto.fold_rls_weights(Xl[train[rows]], codes[rows][train[rows]],
+                                         prior_model.gamma_A) for train in trains], X)
             # kept to score new rows, on any worker: without the fit's client
             prior_model.client = None
 
