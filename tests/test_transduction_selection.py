@@ -254,5 +254,5 @@ def test_fold_priors_in_closed_form_are_the_rls_fits(client, shape, sparse, n_cl
         X = sp.csr_matrix(np.where(rng.random(shape) < 0.5, X, 0.0))
     codes = np.arange(shape[0]) % n_classes
     rls = RLS(gamma_A=1e-2, client=client).fit(X, codes)
-    np.testing.assert_allclose(auto.fold_rls_weights(X, codes, 1e-2), auto.rls_weights(rls),
+    np.testing.assert_allclose(auto.fold_rls_weights(X, codes, 1e-2), rls.coef_with_bias().T,
                                rtol=1e-7, atol=1e-9)

@@ -57,6 +57,7 @@ from sklearn.utils import check_random_state
 
 from ..linalg import RowBlocks
 from ..linalg.rowblocks import is_dask_array
+from ._gamma_s_selection import kernel_rls
 from ._input import target_columns
 from ._selection import choose, table
 from .base import _block_scores
@@ -142,19 +143,15 @@ def _take_rows(i, X, rows):
     return X[rows]
 
 
-def rls_weights(model) -> np.ndarray:
-    """A fitted RLS's one-vs-rest weights with the bias last, one column per target."""
-    return np.column_stack([model.coef_, model.intercept_]).T
-
-
 def fold_rls_weights(Xl, codes, gamma_A: float) -> np.ndarray:
-    """The weights :func:`rls_weights` of ``RLS(gamma_A=gamma_A)`` fitted on the labeled rows
-    ``Xl`` with class codes ``codes`` (every class present), solved here in closed form:
-    ``(gamma_A I + Z^T Z / l) w = Z^T Y / l`` with ``Z = [Xl, 1]`` (the bias regularized like
-    a feature, as L2-SVM-MFN's) and the targets +1 / -1 of :meth:`Labels.columns`; by the
-    ``l x l`` system ``w = Z^T (gamma_A l I + Z Z^T)^-1 Y`` where the rows are fewer than the
-    features. The fold priors are fits on a few hundred rows at most: a fit on the workers
-    cost twelve round trips each, most of a small GraphTransduction fit."""
+    """The weights of ``RLS(gamma_A=gamma_A)`` fitted on the labeled rows ``Xl`` with class
+    codes ``codes`` (every class present), as ``RLS.coef_with_bias().T``, solved here in closed
+    form: ``(gamma_A I + Z^T Z / l) w = Z^T Y / l`` with ``Z = [Xl, 1]`` (the bias regularized
+    like a feature, as L2-SVM-MFN's) and the targets +1 / -1 of :meth:`Labels.columns`; where
+    the rows are fewer than the features, ``w = Z^T alpha`` with ``alpha`` the kernel RLS of
+    ``Z Z^T`` (:func:`._gamma_s_selection.kernel_rls`). The fold priors are fits on a few
+    hundred rows at most: a fit on the workers cost twelve round trips each, most of a small
+    GraphTransduction fit."""
     n_classes = int(codes.max()) + 1
     Y = target_columns(codes, [1] if n_classes == 2 else range(n_classes))
     ones = np.ones((Xl.shape[0], 1))
@@ -165,12 +162,11 @@ def fold_rls_weights(Xl, codes, gamma_A: float) -> np.ndarray:
         A[np.diag_indices_from(A)] += gamma_A
         return scipy.linalg.solve(A, np.asarray(Z.T @ Y) / l, assume_a="pos")
     K = np.asarray((Z @ Z.T).todense() if sp.issparse(Z) else Z @ Z.T)
-    K[np.diag_indices_from(K)] += gamma_A * l
-    return np.asarray(Z.T @ scipy.linalg.solve(K, Y, assume_a="pos"))
+    return np.asarray(Z.T @ kernel_rls(K, Y, gamma_A))
 
 
 def prior_scores(weights, X) -> list:
-    """The scores of each RLS weight matrix of ``weights`` (:func:`rls_weights`) on every row
+    """The scores of each RLS weight matrix of ``weights`` (``coef_with_bias().T``) on every row
     of ``X`` on the 0/1 target scale (module docstring), in one pass over the rows for all."""
     d = weights[0].shape[0] - 1
     W = np.hstack(weights)

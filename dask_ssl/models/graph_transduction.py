@@ -409,7 +409,7 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
             Xl = auto.labeled_rows(X, rows)
             prior_model = RLS(client=self.client).fit(Xl, codes[rows])
             S, *fold_priors = auto.prior_scores(
-                [auto.rls_weights(prior_model)]
+                [prior_model.coef_with_bias().T]
                 + [auto.fold_rls_weights(Xl[train[rows]], codes[rows][train[rows]],
                                          prior_model.gamma_A) for train in trains], X)
             # kept to score new rows, on any worker: without the fit's client
