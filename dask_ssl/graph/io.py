@@ -94,9 +94,11 @@ def load_graph(url: str, data: RowBlocks) -> Graph:
     client, owners = data.client, data.owners()
     pairs = data.submit(_read_block, url,
                         per_block=[(e, int(s)) for e, s in zip(doc["blocks"], data.sizes)])
-    W = [client.submit(_first, p, workers=[owners[b]], pure=False) for b, p in enumerate(pairs)]
-    parts = [client.submit(_second, p, workers=[owners[b]], pure=False)
-             for b, p in enumerate(pairs)]
+    # loose placement, as RowBlocks.submit's: a lost block is recomputed on any worker
+    W = [client.submit(_first, p, workers=[owners[b]], allow_other_workers=True, pure=False)
+         for b, p in enumerate(pairs)]
+    parts = [client.submit(_second, p, workers=[owners[b]], allow_other_workers=True,
+                           pure=False) for b, p in enumerate(pairs)]
     data.wait(W + parts)
     neigh = Neighbors(data, parts, None, int(doc["n_neighbors"]), doc["metric"])
     return Graph(neigh, RowBlocks(client, W, data.sizes.copy(), data.n_rows, True),

@@ -12,9 +12,9 @@ reaches the result of an uninterrupted one.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 
-from distributed.client import FutureCancelledError
 from distributed.scheduler import KilledWorker
 
 from .workerstate import StateLost
@@ -22,8 +22,11 @@ from .workerstate import StateLost
 log = logging.getLogger(__name__)
 
 #: What a lost worker can surface as in the driver: our own check, Dask's verdict on a task,
-#: a cancelled future, or a connection closed mid-transfer (CommClosedError is an OSError).
-RECOVERABLE = (StateLost, KilledWorker, FutureCancelledError, asyncio.CancelledError, OSError)
+#: a cancelled future (Dask's ``FutureCancelledError`` from a result, ``FuturesCancelledError``
+#: from a wait, e.g. on data scattered to the lost worker: both ``concurrent.futures``'
+#: ``CancelledError``), or a connection closed mid-transfer (CommClosedError is an OSError).
+RECOVERABLE = (StateLost, KilledWorker, concurrent.futures.CancelledError,
+               asyncio.CancelledError, OSError)
 
 
 def solve_with_restarts(solve, *, what: str, max_restarts: int = 5):

@@ -22,7 +22,7 @@ from distributed import Client, Future, wait
 from .direct import BlockRunner, run_blocks
 from .trips import count_round_trip
 from .workerstate import StateLost
-from .workers import live_workers
+from .workers import live_workers, stuck_tasks
 
 #: Seconds a round trip may run before the driver checks that the blocks' workers are alive.
 POLL_SECONDS = 2.0
@@ -204,8 +204,7 @@ class RowBlocks:
             keep_replicas(self.client)
             deadline = time.monotonic() + 5 * POLL_SECONDS
             while True:
-                with self.client.as_current():
-                    wait(self.blocks)
+                self._await_blocks()
                 who = self.client.who_has(self.blocks)
                 owners = [sorted(who[f.key])[0] if who.get(f.key) else None for f in self.blocks]
                 missing = [i for i, w in enumerate(owners) if w is None]
@@ -219,18 +218,40 @@ class RowBlocks:
             self._owners = owners
         return self._owners
 
+    def _await_blocks(self) -> None:
+        """Wait until every block is computed; :class:`StateLost` when one never can be (a
+        task of its lineage pinned to a worker that left: :func:`~.workers.stuck_tasks`)."""
+        while True:
+            try:
+                with self.client.as_current():
+                    wait(self.blocks, timeout=POLL_SECONDS)
+                return
+            except (TimeoutError, asyncio.TimeoutError) as exc:
+                exc.__traceback__ = None  # as in _bounded: the error would hold this frame
+                stuck = stuck_tasks(self.client, self.blocks)
+                if stuck:
+                    raise StateLost(f"the blocks wait on tasks no live worker may run: "
+                                    f"{stuck[:3]}") from None
+
     # round trips --------------------------------------------------------------------------
-    def submit(self, fn, *args, per_block=None, key: str | None = None) -> list[Future]:
-        """Run ``fn(i, X_i, *per_block[i], *args)`` on the worker of each block; return futures."""
+    def submit(self, fn, *args, per_block=None, key: str | None = None,
+               allow_other_workers: bool = True) -> list[Future]:
+        """Run ``fn(i, X_i, *per_block[i], *args)`` on the worker of each block; return futures.
+
+        The futures may outlive the call as the lineage of new blocks (a graph's, a kNN
+        search's, selected rows): a lost result is recomputed from its inputs, and a
+        recomputation allowed only on the worker that died could never run, so whatever waits
+        on it would wait forever. Another worker may therefore run a task when the block's
+        cannot; ``allow_other_workers=False`` pins it (:meth:`map`: tasks that read
+        worker-held state)."""
         owners = self.owners()
         futs = []
         for i, block in enumerate(self.blocks):
             extra = tuple(per_block[i]) if per_block is not None else ()
-            # Strict placement: worker-side state lives where the block is, and work stealing
-            # would otherwise move a task away from it.
             futs.append(self.client.submit(
                 fn, i, block, *extra, *args, workers=[owners[i]] if owners[i] else None,
-                pure=False, key=f"{key or fn.__name__}-{self.name}-{i}-{uuid.uuid4().hex[:8]}"))
+                allow_other_workers=allow_other_workers, pure=False,
+                key=f"{key or fn.__name__}-{self.name}-{i}-{uuid.uuid4().hex[:8]}"))
         return futs
 
     def map(self, fn, *args, per_block=None, key: str | None = None) -> list:
@@ -241,7 +262,10 @@ class RowBlocks:
         Raises :class:`StateLost` when a block's worker left the cluster during the trip (its
         pinned task could never run); the caller rebuilds worker-side state and retries.
         """
-        futs = self.submit(fn, *args, per_block=per_block, key=key)
+        # Strict placement: worker-side state lives where the block is, and work stealing
+        # would otherwise move a task away from it. The results are gathered at once, never
+        # a lineage; a worker lost meanwhile raises StateLost (the bounded wait).
+        futs = self.submit(fn, *args, per_block=per_block, key=key, allow_other_workers=False)
         self.round_trips += 1
         count_round_trip()
         self.bytes_moved += self.n_blocks * payload_bytes(args) + payload_bytes(per_block)

@@ -12,3 +12,26 @@ def live_workers(client) -> dict:
     804 k-row RCV1-like LinearLapRLS fit gave up its solve with both workers alive.
     """
     return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
+def _stuck_among(keys, dask_scheduler=None) -> list:
+    """The tasks the scheduler holds as ``no-worker`` (restricted to workers that left, so
+    they can never run) among ``keys`` and everything they are computed from."""
+    seen, stuck = set(), []
+    todo = [dask_scheduler.tasks.get(k) for k in keys]
+    while todo:
+        ts = todo.pop()
+        if ts is None or ts.key in seen:
+            continue
+        seen.add(ts.key)
+        if ts.state == "no-worker":
+            stuck.append(str(ts.key))
+        todo.extend(ts.dependencies)
+    return stuck
+
+
+def stuck_tasks(client, futures) -> list:
+    """Keys of the tasks that ``futures`` wait on and no live worker may ever run: a result
+    lost with its worker is recomputed from its lineage, and a lineage task pinned to that
+    worker stays unrunnable, so a plain wait on it never returns."""
+    return client.run_on_scheduler(_stuck_among, [f.key for f in futures])

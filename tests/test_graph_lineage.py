@@ -1,0 +1,79 @@
+"""A graph outlives the worker that built a block of it: Dask recomputes the lost blocks from
+their lineage (the kNN search, the directed edges), on the workers still there, and every
+product then sees the same graph. A lineage task allowed only on the dead worker could never
+run again, and a solve waiting on it waited forever."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from dask_ssl.data.generators import two_moons
+from dask_ssl.graph import knn_graph
+
+pytestmark = pytest.mark.cluster
+
+#: Seconds the recomputed graph may take to come back (it takes well under one here).
+BOUND = 60
+
+
+def _within(fn, seconds):
+    """``fn()``'s value, or an AssertionError when it has not returned in ``seconds``."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # re-raised in the test's thread
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"no answer {seconds} s after the worker was killed"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "approximate"])
+def test_graph_blocks_lost_with_their_worker_are_made_again(real_cluster, exact):
+    from distributed import Client
+
+    cluster = real_cluster(n_workers=3)
+    with Client(cluster.address, set_as_default=False) as client:
+        data = two_moons(n=600, client=client, n_blocks=6)
+        graph = knn_graph(data, 8, random_state=0, exact_below=5000 if exact else 0)
+        before = graph.to_scipy().toarray()
+        cluster.kill_worker_at(client, graph.W.owners()[0])
+        after = _within(lambda: (graph.W.owners(refresh=True), graph.to_scipy().toarray())[1],
+                        BOUND)
+    np.testing.assert_allclose(after, before, rtol=1e-12, atol=0)
+
+
+def test_blocks_pinned_to_a_lost_worker_raise_state_lost(real_cluster):
+    """Rows moved to a worker on purpose (:func:`~dask_ssl.linalg.realign.take_rows` pins each
+    new block to its worker) cannot be recomputed elsewhere once that worker dies: looking
+    them up raises StateLost, which the solvers' restart from their inputs handles, instead of
+    waiting forever."""
+    from distributed import Client
+
+    from dask_ssl.linalg.realign import take_rows
+    from dask_ssl.linalg.workers import live_workers
+    from dask_ssl.linalg.workerstate import StateLost
+
+    cluster = real_cluster(n_workers=3)
+    with Client(cluster.address, set_as_default=False) as client:
+        data = two_moons(n=600, client=client, n_blocks=6)
+        moved = take_rows(data, [np.arange(i, 600, 6) for i in range(6)], data.owners())
+        victim = moved.owners()[0]
+        cluster.kill_worker_at(client, victim)
+        # once the scheduler knows: before, the lookup still finds the block where it was
+        deadline = time.monotonic() + BOUND
+        while victim in live_workers(client) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(StateLost, match="no live worker may run"):
+            _within(lambda: moved.owners(refresh=True), BOUND)
