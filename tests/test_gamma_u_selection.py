@@ -171,7 +171,11 @@ def test_tsvm_chooses_unlabeled_weight_where_clusters_hold(client, clusters, clu
 
 
 def test_kernel_das3vm_chooses_unlabeled_weight_where_clusters_hold(clusters):
+    # the labeled rows and the first unlabeled ones, 400 in all: the dense kernel fits of the
+    # choice (3 weights x 5 folds, an annealing each) cost about a fifth of the whole set's
     X, yl, y = clusters
+    keep = (yl >= 0) | (np.cumsum(yl < 0) <= 400 - np.count_nonzero(yl >= 0))
+    X, yl, y = X[keep], yl[keep], y[keep]
     params = dict(kernel="rbf", kernel_params={"gamma": 0.005})
     auto = KernelDAS3VM(gamma_u="auto", **params).fit(X, yl)
     lab = yl >= 0
