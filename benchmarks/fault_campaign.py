@@ -197,11 +197,11 @@ def worker_kill_table():
                         n_neighbors=10, random_state=0)),
         WorkerKill("LinearLapRLS", LinearLapRLS, dict(random_state=0)),
         # gamma_I and the width chosen on one graph setting: the kills land in the selection's
-        # solves and the fit's alike, in a third of the time of both settings. 60 passes, not
-        # 200: the selection's slowest columns ran to the limit (409 round trips of a 6.3 s fit
-        # here; 129 of 2.8 s now, the same choice), and the fit itself converges in 18
+        # solves and the fit's alike, in a third of the time of both settings. 30 passes, not
+        # 200: the selection's slowest columns run to the limit (409 round trips of a 6.3 s fit
+        # at 200 here; 69 of 1.9 s at 30, the same choice), and the fit itself converges in 18
         WorkerKill("LapRLS-primal", LapRLS,
-                   dict(solver="primal", n_neighbors=10, p=1, max_iter=60, random_state=0)),
+                   dict(solver="primal", n_neighbors=10, p=1, max_iter=30, random_state=0)),
         # two views of the rows, view 2's loss weighed half (mu) so that the coupling acts;
         # the primal Gram path, with its leave-one-out choice of gamma_C
         WorkerKill("CoRLS-primal", CoRLS, dict(kernel="linear", mu=0.5, solver="gram"),
