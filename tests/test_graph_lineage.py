@@ -16,7 +16,7 @@ from dask_ssl.graph import knn_graph
 
 pytestmark = pytest.mark.cluster
 
-#: Seconds the recomputed graph may take to come back (it takes well under one here).
+#: Seconds the recomputed blocks may take to come back (a hang before the fix).
 BOUND = 60
 
 
@@ -39,19 +39,33 @@ def _within(fn, seconds):
     return out["value"]
 
 
-@pytest.mark.parametrize("exact", [True, False], ids=["exact", "approximate"])
-def test_graph_blocks_lost_with_their_worker_are_made_again(real_cluster, exact):
+def _kill(cluster, client, address):
+    """Kill the worker at ``address`` and return once the scheduler has removed it: before,
+    a lookup still finds the blocks where they were."""
+    from dask_ssl.linalg.workers import live_workers
+
+    cluster.kill_worker_at(client, address)
+    deadline = time.monotonic() + BOUND
+    while address in live_workers(client) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_graph_blocks_lost_with_their_worker_are_made_again(real_cluster):
     from distributed import Client
 
     cluster = real_cluster(n_workers=3)
     with Client(cluster.address, set_as_default=False) as client:
         data = two_moons(n=600, client=client, n_blocks=6)
-        graph = knn_graph(data, 8, random_state=0, exact_below=5000 if exact else 0)
-        before = graph.to_scipy().toarray()
-        cluster.kill_worker_at(client, graph.W.owners()[0])
-        after = _within(lambda: (graph.W.owners(refresh=True), graph.to_scipy().toarray())[1],
-                        BOUND)
-    np.testing.assert_allclose(after, before, rtol=1e-12, atol=0)
+        # the exact search (small data) and the indexes: each its own lineage
+        graphs = [knn_graph(data, 8, random_state=0, exact_below=below) for below in (5000, 0)]
+        before = [g.to_scipy().toarray() for g in graphs]
+        # a graph block lives beside its data block: one kill takes a block of each graph
+        assert graphs[0].W.owners()[0] == graphs[1].W.owners()[0]
+        _kill(cluster, client, graphs[0].W.owners()[0])
+        after = _within(lambda: [g.to_scipy().toarray() for g in graphs
+                                 if g.W.owners(refresh=True)], BOUND)
+    for a, b in zip(after, before):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
 
 
 def test_blocks_pinned_to_a_lost_worker_raise_state_lost(real_cluster):
@@ -62,18 +76,12 @@ def test_blocks_pinned_to_a_lost_worker_raise_state_lost(real_cluster):
     from distributed import Client
 
     from dask_ssl.linalg.realign import take_rows
-    from dask_ssl.linalg.workers import live_workers
     from dask_ssl.linalg.workerstate import StateLost
 
     cluster = real_cluster(n_workers=3)
     with Client(cluster.address, set_as_default=False) as client:
         data = two_moons(n=600, client=client, n_blocks=6)
         moved = take_rows(data, [np.arange(i, 600, 6) for i in range(6)], data.owners())
-        victim = moved.owners()[0]
-        cluster.kill_worker_at(client, victim)
-        # once the scheduler knows: before, the lookup still finds the block where it was
-        deadline = time.monotonic() + BOUND
-        while victim in live_workers(client) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        _kill(cluster, client, moved.owners()[0])
         with pytest.raises(StateLost, match="no live worker may run"):
             _within(lambda: moved.owners(refresh=True), BOUND)
