@@ -15,8 +15,10 @@ def live_workers(client) -> dict:
 
 
 def _stuck_among(keys, dask_scheduler=None) -> list:
-    """The tasks the scheduler holds as ``no-worker`` (restricted to workers that left, so
-    they can never run) among ``keys`` and everything they are computed from."""
+    """The tasks that can never run among ``keys`` and everything they are computed from:
+    held as ``no-worker`` and allowed only on workers the scheduler no longer has. (A task
+    that another worker may run is ``no-worker`` only while no worker is running, and runs
+    when one is.)"""
     seen, stuck = set(), []
     todo = [dask_scheduler.tasks.get(k) for k in keys]
     while todo:
@@ -24,7 +26,8 @@ def _stuck_among(keys, dask_scheduler=None) -> list:
         if ts is None or ts.key in seen:
             continue
         seen.add(ts.key)
-        if ts.state == "no-worker":
+        if (ts.state == "no-worker" and ts.worker_restrictions and not ts.loose_restrictions
+                and not any(w in dask_scheduler.workers for w in ts.worker_restrictions)):
             stuck.append(str(ts.key))
         todo.extend(ts.dependencies)
     return stuck
