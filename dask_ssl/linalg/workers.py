@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 
 def live_workers(client) -> dict:
     """Address -> scheduler's record of every worker it knows at this moment.
@@ -16,25 +18,34 @@ def live_workers(client) -> dict:
 
 def _stuck_among(keys, dask_scheduler=None) -> list:
     """The tasks that can never run among ``keys`` and everything they are computed from:
-    held as ``no-worker`` and allowed only on workers the scheduler no longer has. (A task
-    that another worker may run is ``no-worker`` only while no worker is running, and runs
-    when one is.)"""
-    seen, stuck = set(), []
+    held as ``no-worker`` and allowed only on workers the scheduler no longer has.
+
+    A task that another worker may run (loose restrictions) is held ``no-worker`` only while
+    no worker is running, but Dask tries it again only on a worker its restrictions name, so
+    once those are gone it would wait forever beside running workers (seen when the one
+    running worker died while the others were still starting). Such tasks are scheduled
+    again here, as their restrictions allow."""
+    seen, stuck, held = set(), [], {}
     todo = [dask_scheduler.tasks.get(k) for k in keys]
     while todo:
         ts = todo.pop()
         if ts is None or ts.key in seen:
             continue
         seen.add(ts.key)
-        if (ts.state == "no-worker" and ts.worker_restrictions and not ts.loose_restrictions
-                and not any(w in dask_scheduler.workers for w in ts.worker_restrictions)):
-            stuck.append(str(ts.key))
+        if ts.state == "no-worker" and ts.worker_restrictions:
+            if ts.loose_restrictions:
+                held[ts.key] = "processing"
+            elif not any(w in dask_scheduler.workers for w in ts.worker_restrictions):
+                stuck.append(str(ts.key))
         todo.extend(ts.dependencies)
+    if held and dask_scheduler.running:
+        dask_scheduler.transitions(held, stimulus_id=f"dask-ssl-unblock-{time.time()}")
     return stuck
 
 
 def stuck_tasks(client, futures) -> list:
     """Keys of the tasks that ``futures`` wait on and no live worker may ever run: a result
     lost with its worker is recomputed from its lineage, and a lineage task pinned to that
-    worker stays unrunnable, so a plain wait on it never returns."""
+    worker stays unrunnable, so a plain wait on it never returns. Lineage tasks that may run
+    elsewhere but are held back are scheduled again (:func:`_stuck_among`)."""
     return client.run_on_scheduler(_stuck_among, [f.key for f in futures])
