@@ -145,6 +145,28 @@ def test_exact_small_data_and_query(client):
     assert (q_ind[:, 0] == np.arange(5)).all()
 
 
+def test_nearest_of_a_longer_search_is_the_shorter_search(client):
+    """A graph estimator trying k = 10 and 50 searches once for 50: the nearest 10 of those
+    lists are the 10-NN lists (exact on small data; with repeated rows too), and so the graphs
+    built from them are the same."""
+    from dask_ssl.graph.weights import build_graph, knn_graph
+
+    rng = np.random.default_rng(5)
+    X = np.vstack([two_moons(n=300, seed=5)[0], np.repeat(rng.random((20, 2)), 3, axis=0)])
+    blocks = RowBlocks.from_array(X, client=client, n_blocks=3)
+    long = build_knn(blocks, 50, random_state=0)
+    short = long.nearest(10)
+    assert (short.n_neighbors, long.n_neighbors) == (10, 50)
+    direct = build_knn(blocks, 10, random_state=0)
+    for got, want in zip(short.gather(), direct.gather()):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(build_graph(short).to_scipy().toarray(),
+                                  knn_graph(blocks, 10, random_state=0).to_scipy().toarray())
+    assert long.nearest(50) is long
+    with pytest.raises(ValueError, match="k must be in 1..50"):
+        long.nearest(51)
+
+
 def test_bad_parameters(client):
     blocks = RowBlocks.from_array(np.random.default_rng(0).random((20, 2)), client=client)
     with pytest.raises(ValueError, match="metric"):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -84,10 +84,29 @@ class Neighbors:
     groups: tuple | None = None
     distinct_offsets: np.ndarray | None = None
 
+    def nearest(self, k: int) -> "Neighbors":
+        """The lists cut to their ``k`` nearest (``k <= n_neighbors``), on the same workers:
+        one search for the most neighbours answers every smaller k, as the lists are
+        nearest first."""
+        if not 1 <= k <= self.n_neighbors:
+            raise ValueError(f"k must be in 1..{self.n_neighbors}, got {k!r}")
+        if k == self.n_neighbors:
+            return self
+        owners, client = self.data.owners(), self.data.client
+        parts = [None if part is None else client.submit(
+                     _nearest, part, k, workers=[owners[b]], allow_other_workers=True,
+                     pure=False) for b, part in enumerate(self.parts)]
+        return replace(self, parts=parts, n_neighbors=k)
+
     def gather(self) -> tuple[np.ndarray, np.ndarray]:
         """All neighbour lists on the driver, ``(indices, distances)``, each ``n x k``."""
         got = self.data.client.gather(self.parts)
         return np.vstack([g[0] for g in got]), np.vstack([g[1] for g in got])
+
+
+def _nearest(part, k):
+    ind, dst = part
+    return np.ascontiguousarray(ind[:, :k]), np.ascontiguousarray(dst[:, :k])
 
 
 def check_knn_params(n_rows: int, n_neighbors, metric: str) -> None:

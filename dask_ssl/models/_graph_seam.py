@@ -11,7 +11,8 @@ import warnings
 
 import numpy as np
 
-from ..graph.weights import Graph, check_graph_params, knn_graph
+from ..graph.knn import build_knn
+from ..graph.weights import Graph, build_graph, check_graph_params
 from ..kernels.deformed import graph_term_weight
 
 
@@ -45,10 +46,20 @@ def estimator_graph(est, blocks, n_neighbors: int, *, metric=None, weights=None)
     """``est``'s kNN graph on the row blocks ``blocks`` with ``n_neighbors`` per row (see
     :func:`clip_n_neighbors`), built on the workers (:func:`dask_ssl.graph.knn_graph`);
     ``metric`` and ``weights`` replace ``est``'s where it resolved them (``"auto"``)."""
-    return knn_graph(blocks, n_neighbors, metric=metric or est.metric,
-                     weights=weights or est.weights, t=est.t,
-                     symmetrize=est.symmetrize, search_epsilon=est.search_epsilon,
-                     random_state=est.random_state)
+    return estimator_graphs(est, blocks, [n_neighbors], metric=metric,
+                            weights=weights)[n_neighbors]
+
+
+def estimator_graphs(est, blocks, ks, *, metric=None, weights=None) -> dict:
+    """``est``'s graphs on ``blocks`` with each neighbour count of ``ks`` (as
+    :func:`estimator_graph`), by one search for the most neighbours: a smaller graph's lists
+    are the nearest of those (:meth:`~dask_ssl.graph.knn.Neighbors.nearest`)."""
+    metric, weights = metric or est.metric, weights or est.weights
+    check_graph_params(weights, est.symmetrize, est.t, metric)
+    neigh = build_knn(blocks, max(ks), metric=metric, search_epsilon=est.search_epsilon,
+                      random_state=est.random_state)
+    return {k: build_graph(neigh.nearest(k), weights=weights, t=est.t,
+                           symmetrize=est.symmetrize) for k in ks}
 
 
 def graph_term_weight_on(est, graph: Graph, gamma_I: float) -> float:

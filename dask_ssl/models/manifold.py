@@ -53,7 +53,7 @@ from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._constraints import AUTO, COUNT, constraints, validate
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
-                          graph_term_weight_on)
+                          estimator_graphs, graph_term_weight_on)
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._nystrom_manifold import fit_nystrom
 from ._gamma_s_selection import loo_outputs as rls_loo_outputs
@@ -386,14 +386,13 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
     def _fit_graphs(self, X, client, graph, candidates, solver, grams, Y, labeled):
         """The candidate graphs (unless given) and the solve: ``(graphs, fitted)``. Both are on
         the workers, so a lost worker repeats them (:func:`solve_with_restarts`)."""
-        graphs = {}
-        for k, _ in candidates:
-            if k not in graphs:
-                if isinstance(graph, dict):
-                    graphs[k] = graph[k]
-                else:
-                    graphs[k] = graph if k is None else estimator_graph(
-                        self, to_blocks(X, client, self.n_blocks), k)
+        ks = list(dict.fromkeys(k for k, _ in candidates))
+        if isinstance(graph, dict):
+            graphs = {k: graph[k] for k in ks}
+        elif graph is not None:  # the graph given: every candidate's k is None
+            graphs = {None: graph}
+        else:
+            graphs = estimator_graphs(self, to_blocks(X, client, self.n_blocks), ks)
         if solver == "direct":
             return graphs, self._fit_direct(grams, graphs, candidates, Y, labeled)
         return graphs, self._fit_primal(X, client, graphs, candidates, Y, labeled, grams)
