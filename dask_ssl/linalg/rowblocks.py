@@ -22,7 +22,7 @@ from distributed import Client, Future, wait
 from .direct import BlockRunner, run_blocks
 from .trips import count_round_trip
 from .workerstate import StateLost
-from .workers import live_workers, stuck_tasks
+from .workers import live_workers, unblock_lineage
 
 #: Seconds a round trip may run before the driver checks that the blocks' workers are alive.
 POLL_SECONDS = 2.0
@@ -220,7 +220,9 @@ class RowBlocks:
 
     def _await_blocks(self) -> None:
         """Wait until every block is computed; :class:`StateLost` when one never can be (a
-        task of its lineage pinned to a worker that left: :func:`~.workers.stuck_tasks`)."""
+        task of its lineage pinned to a worker that left). Every wait step past the first asks
+        the scheduler to place lineage tasks it holds back needlessly
+        (:func:`~.workers.unblock_lineage`)."""
         while True:
             try:
                 with self.client.as_current():
@@ -228,7 +230,7 @@ class RowBlocks:
                 return
             except (TimeoutError, asyncio.TimeoutError) as exc:
                 exc.__traceback__ = None  # as in _bounded: the error would hold this frame
-                stuck = stuck_tasks(self.client, self.blocks)
+                stuck = unblock_lineage(self.client, self.blocks)
                 if stuck:
                     raise StateLost(f"the blocks wait on tasks no live worker may run: "
                                     f"{stuck[:3]}") from None

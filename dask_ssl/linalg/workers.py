@@ -16,7 +16,7 @@ def live_workers(client) -> dict:
     return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
-def _stuck_among(keys, dask_scheduler=None) -> list:
+def _unblock(keys, dask_scheduler=None) -> list:
     """The tasks that can never run among ``keys`` and everything they are computed from:
     held as ``no-worker`` and allowed only on workers the scheduler no longer has.
 
@@ -43,9 +43,9 @@ def _stuck_among(keys, dask_scheduler=None) -> list:
     return stuck
 
 
-def stuck_tasks(client, futures) -> list:
-    """Keys of the tasks that ``futures`` wait on and no live worker may ever run: a result
-    lost with its worker is recomputed from its lineage, and a lineage task pinned to that
-    worker stays unrunnable, so a plain wait on it never returns. Lineage tasks that may run
-    elsewhere but are held back are scheduled again (:func:`_stuck_among`)."""
-    return client.run_on_scheduler(_stuck_among, [f.key for f in futures])
+def unblock_lineage(client, futures) -> list:
+    """Place again the lineage tasks of ``futures`` that the scheduler holds back though a
+    running worker may run them, and return the keys of those no live worker may ever run: a
+    result lost with its worker is recomputed from its lineage, and a lineage task pinned to
+    that worker stays unrunnable, so a plain wait on it never returns (:func:`_unblock`)."""
+    return client.run_on_scheduler(_unblock, [f.key for f in futures])
