@@ -136,7 +136,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         (thesis 5.1.1) on the objective of ``method``: each step scores ``kappa`` random rows
         outside J by ``g_j^2 / h_j`` (the first and second derivative of the objective in the
         new coefficient at ``beta_J`` fixed; twice the decrease of the best one-dimensional
-        step) and adds the best; ``beta_J`` is then refitted exactly by a Cholesky factor
+        step; for ``"slack"`` the curvature with ``f`` also held, the thesis' closed-form
+        ``beta_j*``, so that only the function kept costs an f-solve) and adds the best; ``beta_J`` is then refitted exactly by a Cholesky factor
         extended by one row a step. Beyond ``DENSE_MAX_ROWS`` training rows the candidates
         are scored on the workers, beside the row blocks of ``X``
         (:class:`~dask_ssl.solvers.greedy_state.BlockState`): only the candidates' rows,
@@ -211,7 +212,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         fit, and the slack fit on the final basis is its exact minimizer (``f`` eliminated).
         ``"graph"``: every f-system is
         :func:`~dask_ssl.solvers.graph.solve_graph_system`, GraphTransduction's block CG on
-        the workers (a greedy step solves its ``kappa`` candidate columns as one block), and
+        the workers (a greedy step solves for the column it keeps), and
         the fit on the final basis is the thesis' alternation of f-steps (Eq 5.8, warm-started
         from the last ``f``) and ``d x d`` beta-steps (Eq 5.9); the graph stays on the
         workers, and every ``M`` product (``"laprls"``'s candidate scores, the objective) is

@@ -6,9 +6,10 @@ image ``Q o``.
 the whole Gram matrix is computed once). :class:`BlockState` leaves them on the workers beside
 the row blocks of the training data (:class:`~dask_ssl.linalg.rowblocks.RowBlocks`): a step
 sends the ``kappa`` candidate rows out, each block returns its rows of the candidates' kernel
-columns ``K_bc`` (for the ``Q`` product, which runs where ``Q`` lives) and, given its rows of
-``Q K_Nc``, the step's reductions (``K_Jc``, ``K_NJ^T Q K_Nc``, ``K_Nc^T (Q o - r)``: ``d x
-kappa`` and ``kappa x c`` numbers summed per worker). Neither the rows nor anything ``n x n``
+columns ``K_bc`` (for the candidates' curvatures and the kept column's ``Q`` product, which
+run where ``Q`` lives) and the step's reductions (``K_Jc``, ``(Q K_NJ)^T K_Nc``,
+``K_Nc^T (Q o - r)``: ``d x kappa`` and ``kappa x c`` numbers summed per worker); the kept
+column's image ``Q k`` joins the blocks' state, split like them. Neither the rows nor anything ``n x n``
 come to the driver; ``K_NJ`` (``n x d``) is gathered once, after the last step, for the fit on
 the final basis.
 
@@ -44,17 +45,17 @@ class DriverState:
         self._Kc = self.columns(cand)
         return self._Kc
 
-    def reductions(self, QKc):
-        """``(K_Jc, K_NJ^T Q K_Nc, K_Nc^T (Q o - r))`` for the columns of the last
-        :meth:`candidates`, ``QKc = Q K_Nc``."""
+    def reductions(self):
+        """``(K_Jc, (Q K_NJ)^T K_Nc, K_Nc^T (Q o - r))`` for the columns of the last
+        :meth:`candidates` (``(Q K_NJ)^T K_Nc = K_JN Q K_Nc``, ``Q`` symmetric)."""
         k, Kc = len(self.basis), self._Kc
-        return Kc[self.basis], self.KNJ[:, :k].T @ QKc, Kc.T @ (self.Qo - self.r)
+        return Kc[self.basis], self.QKNJ[:, :k].T @ Kc, Kc.T @ (self.Qo - self.r)
 
-    def accept(self, j: int, row: int, QKc, beta) -> None:
-        """Candidate ``j`` (training row ``row``) entered the basis; ``beta`` is the new
-        minimizer on the grown basis."""
+    def accept(self, j: int, row: int, Qk, beta) -> None:
+        """Candidate ``j`` (training row ``row``, its image ``Qk = Q k``) entered the basis;
+        ``beta`` is the new minimizer on the grown basis."""
         k = len(self.basis)
-        self.KNJ[:, k], self.QKNJ[:, k] = self._Kc[:, j], QKc[:, j]
+        self.KNJ[:, k], self.QKNJ[:, k] = self._Kc[:, j], Qk
         self.basis.append(row)
         self.Qo = self.QKNJ[:, :k + 1] @ beta
 
@@ -75,16 +76,16 @@ def _setup(i, X, r, offset, d, token):
     n_b, c = r.shape
     workerstate.put(token, i, {"offset": int(offset), "r": r, "KNJ": np.empty((n_b, d)),
                                "QKNJ": np.empty((n_b, d)), "Qo": np.zeros((n_b, c)),
-                               "at": [], "rows": [], "k": 0, "Kc": None, "QKc": None})
+                               "at": [], "rows": [], "k": 0, "Kc": None})
 
 
 def _apply_pending(st, pending) -> None:
     """Add the last step's chosen candidate (if any) to the block's basis state."""
     if pending is None:
         return
-    j, row, beta = pending
+    j, row, beta, Qk_b = pending
     k = st["k"]
-    st["KNJ"][:, k], st["QKNJ"][:, k] = st["Kc"][:, j], st["QKc"][:, j]
+    st["KNJ"][:, k], st["QKNJ"][:, k] = st["Kc"][:, j], Qk_b
     local = row - st["offset"]
     if 0 <= local < st["KNJ"].shape[0]:
         st["at"].append(k)
@@ -93,27 +94,26 @@ def _apply_pending(st, pending) -> None:
     st["Qo"] = st["QKNJ"][:, :k + 1] @ beta
 
 
-def _candidate_columns(i, X, token, pending, Xc, kernel, kernel_params):
+def _candidate_columns(i, X, pending, token, Xc, kernel, kernel_params):
     st = workerstate.get(token, i)
     _apply_pending(st, pending)
     st["Kc"] = kernel_matrix(X, Xc, kernel=kernel, kernel_params=kernel_params)
     return st["Kc"]
 
 
-def _block_reductions(i, X, QKc_b, token):
+def _block_reductions(i, X, token):
     st = workerstate.get(token, i)
-    st["QKc"] = QKc_b
     k, Kc = st["k"], st["Kc"]
     KJc = np.zeros((k, Kc.shape[1]))
     KJc[st["at"]] = Kc[st["rows"]]
-    return KJc, st["KNJ"][:, :k].T @ QKc_b, Kc.T @ (st["Qo"] - st["r"])
+    return KJc, st["QKNJ"][:, :k].T @ Kc, Kc.T @ (st["Qo"] - st["r"])
 
 
 def _sum_parts(parts):
     return tuple(sum(p[t] for p in parts) for t in range(len(parts[0])))
 
 
-def _finish(i, X, token, pending):
+def _finish(i, X, pending, token):
     st = workerstate.get(token, i)
     _apply_pending(st, pending)
     return st["KNJ"][:, :st["k"]]
@@ -163,25 +163,29 @@ class BlockState:
 
     def candidates(self, cand) -> np.ndarray:
         Xc = self.rows(cand)
-        parts = self.blocks.call(_candidate_columns, self.token, self._pending, Xc,
-                                 self.kernel, self.kernel_params)
-        self._pending = None
+        parts = self.blocks.call(_candidate_columns, self.token, Xc, self.kernel,
+                                 self.kernel_params, per_block=self._pending_parts())
         return np.vstack(parts)
 
-    def reductions(self, QKc):
-        got = self.blocks.call(_block_reductions, self.token,
-                               per_block=[(np.ascontiguousarray(QKc[s]),)
-                                          for s in self._slices],
-                               combine=_sum_parts)
+    def reductions(self):
+        got = self.blocks.call(_block_reductions, self.token, combine=_sum_parts)
         return _sum_parts(got)
 
-    def accept(self, j: int, row: int, QKc, beta) -> None:
+    def accept(self, j: int, row: int, Qk, beta) -> None:
         self.basis.append(row)
-        self._pending = (int(j), int(row), beta)
+        self._pending = (int(j), int(row), beta, Qk)
+
+    def _pending_parts(self) -> list:
+        """Per block: the last kept column's entry for its state (its rows of ``Q k``), or
+        ``None``; the pending column is then sent."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return [(None,)] * len(self._slices)
+        j, row, beta, Qk = pending
+        return [((j, row, beta, np.ascontiguousarray(Qk[s])),) for s in self._slices]
 
     def basis_columns(self) -> np.ndarray:
-        parts = self.blocks.call(_finish, self.token, self._pending)
-        self._pending = None
+        parts = self.blocks.call(_finish, self.token, per_block=self._pending_parts())
         return np.vstack(parts)
 
     def close(self) -> None:

@@ -34,6 +34,17 @@ class LaplacianPower:
             V = self.L @ V
         return V
 
+    def quadratic_form(self, V) -> np.ndarray:
+        """``v^T L^p v`` per column of ``V``: ``||L^(p/2) v||^2`` for even ``p``, else
+        ``u^T L u`` with ``u = L^((p-1)/2) v`` (``L`` symmetric), in ``ceil(p/2)`` products
+        instead of ``p``."""
+        V = np.asarray(V, dtype=np.float64)
+        self.products += 1 if V.ndim == 1 else V.shape[1]
+        half, odd = divmod(self.p, 2)
+        for _ in range(half):
+            V = self.L @ V
+        return np.einsum("i...,i...->...", V, self.L @ V if odd else V)
+
 
 def solve_power_system(M: LaplacianPower, g: float, diagonal, B, *, X0=None, tol=1e-8,
                        max_iter=2000):

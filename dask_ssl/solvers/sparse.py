@@ -148,12 +148,24 @@ class FSystem:
 class Quadratic:
     """``R(beta)`` of (*): ``a``, the operator ``Q`` (``(n, m) -> (n, m)``), ``r`` of shape
     ``(n, n_columns)`` and the constant ``c0`` per column, so that ``R`` is the method's
-    objective (in the thesis' units) at its minimum over everything but ``beta``."""
+    objective (in the thesis' units) at its minimum over everything but ``beta``.
+
+    ``curvature`` (``(n, m) -> (m,)``) gives ``k^T Q k`` per column, or an upper bound of it
+    where ``Q`` is costly to apply (the slack method's, a solve a column): the greedy scores
+    its ``kappa`` candidates with it and applies ``Q`` only to the one it keeps. ``None``:
+    the exact form from ``Q``."""
 
     a: float
     Q: object
     r: np.ndarray
     c0: np.ndarray
+    curvature: object = None
+
+    def curvatures(self, V) -> np.ndarray:
+        """``v^T Q v`` per column of ``V`` (or its upper bound, see the class)."""
+        if self.curvature is not None:
+            return self.curvature(V)
+        return np.einsum("im,im->m", V, self.Q(V))
 
     def objective(self, KNJ, KJJ, beta) -> np.ndarray:
         """``R(beta)`` per column, computed from scratch (tests, checks)."""
@@ -167,7 +179,16 @@ def laprls_quadratic(M, labeled, Ybar, a, g) -> Quadratic:
     elsewhere), ``c0 = 1/2 ||Y||^2``."""
     lab = np.asarray(labeled, dtype=np.float64)[:, None]
     return Quadratic(a, lambda V: g * (M @ V) + lab * V, Ybar,
-                     0.5 * np.sum(Ybar ** 2, axis=0))
+                     0.5 * np.sum(Ybar ** 2, axis=0),
+                     curvature=lambda V: g * quadratic_form(M, V) + np.sum(lab * V ** 2, axis=0))
+
+
+def quadratic_form(M, V) -> np.ndarray:
+    """``v^T M v`` per column of ``V``; for ``M = L^p`` applied as a power, in about half
+    the products (:meth:`~.laplacian_power.LaplacianPower.quadratic_form`)."""
+    if isinstance(M, LaplacianPower):
+        return M.quadratic_form(V)
+    return np.einsum("im,im->m", V, M @ V)
 
 
 def slack_quadratic(fsys: FSystem, Ybar, a, nu, M, labeled) -> Quadratic:
@@ -179,18 +200,37 @@ def slack_quadratic(fsys: FSystem, Ybar, a, nu, M, labeled) -> Quadratic:
     ``Q`` is applied as ``nu A^-1 (g M + I_L) V``, its equal: on unlabeled rows where ``g M``
     is small against ``nu`` the difference ``nu V - nu^2 A^-1 V`` cancels to a small part of
     ``V``, and an iterative solve's relative error in ``A^-1 V`` would become that part's
-    error (the greedy's pivots and ``H_JJ`` then go wrong)."""
+    error (the greedy's pivots and ``H_JJ`` then go wrong).
+
+    The greedy scores its candidates with an upper bound of their curvature
+    (:func:`_slack_curvature`, no solve) and the exact gradient, so a score is at most twice
+    the candidate's exact decrease; the candidate kept gets its exact ``Q k``: one f-solve a
+    step instead of ``kappa``. (The thesis holds ``f`` to score, the curvature ``nu ||k||^2``,
+    and refines each candidate by 50 CG iterations; held ``f`` alone ranks poorly where
+    ``g M`` is large against ``nu``.)"""
     lab = np.asarray(labeled, dtype=np.float64)[:, None]
     g = fsys.g
     AY = fsys.solve(Ybar)
     return Quadratic(a, lambda V: nu * fsys.solve(g * (M @ V) + lab * V), nu * AY,
-                     0.5 * np.sum(Ybar ** 2, axis=0) - 0.5 * np.sum(Ybar * AY, axis=0))
+                     0.5 * np.sum(Ybar ** 2, axis=0) - 0.5 * np.sum(Ybar * AY, axis=0),
+                     curvature=lambda V: _slack_curvature(V, M, lab, g, nu))
+
+
+def _slack_curvature(V, M, lab, g, nu) -> np.ndarray:
+    """Upper bound of ``v^T Q v`` for the slack ``Q = phi(P)``, ``P = g M + I_L``,
+    ``phi(q) = nu q / (q + nu)``: ``phi`` is concave, so (Jensen, over the spectral measure of
+    ``v``) ``v^T phi(P) v <= ||v||^2 phi(v^T P v / ||v||^2)``, below both ``v^T P v`` and
+    ``nu ||v||^2``; ``ceil(p / 2)`` products with ``L`` and no solve."""
+    vv = np.sum(V ** 2, axis=0)
+    vpv = g * quadratic_form(M, V) + np.sum(lab * V ** 2, axis=0)
+    return nu * vv * vpv / np.maximum(vpv + nu * vv, np.finfo(float).tiny)
 
 
 def regression_quadratic(F, a, nu) -> Quadratic:
     """The decoupled method's supervised fit to scores ``F`` on every row:
     ``a/2 beta^T K_JJ beta + nu/2 ||F - K_NJ beta||^2`` (only ``a / nu`` matters)."""
-    return Quadratic(a, lambda V: nu * V, nu * F, 0.5 * nu * np.sum(F ** 2, axis=0))
+    return Quadratic(a, lambda V: nu * V, nu * F, 0.5 * nu * np.sum(F ** 2, axis=0),
+                     curvature=lambda V: nu * np.sum(V ** 2, axis=0))
 
 
 @dataclass
@@ -222,19 +262,21 @@ def prefix_coefs(fit: BasisFit, k: int) -> np.ndarray:
     return cho_solve((fit.factor[:k, :k], True), fit.rhs[:k])
 
 
-def candidate_scores(quad: Quadratic, Kc, QKc, cand, KNJ, beta, basis):
-    """Post-backfitting scores of the candidate columns ``Kc = K_Nc`` (``QKc = Q Kc``) with
-    ``beta`` fixed at the minimizer on ``basis``: ``(score, grad, h)``.
+def candidate_scores(quad: Quadratic, Kc, cand, KNJ, beta, basis):
+    """Post-backfitting scores of the candidate columns ``Kc = K_Nc`` with ``beta`` fixed at
+    the minimizer on ``basis``, as :func:`greedy_basis` ranks them: ``(score, grad, h)``.
 
     ``grad[j] = a K_jJ beta + k_j^T (Q o - r)`` is the derivative of (*) in the new coefficient
-    ``beta_j`` at 0, ``h[j] = a K_jj + k_j^T Q k_j`` its second derivative, and
-    ``score = sum_columns grad^2 / h``: the best one-dimensional step ``beta_j = -grad / h``
-    lowers ``R`` by ``grad^2 / (2 h)``, so the score is twice the decrease (thesis 5.1.1).
+    ``beta_j`` at 0, ``h[j] = a K_jj + k_j^T Q k_j`` its second derivative (or the bound of
+    :meth:`Quadratic.curvatures`), and ``score = sum_columns grad^2 / h``: the best
+    one-dimensional step ``beta_j = -grad / h`` lowers ``R`` by ``grad^2 / (2 h)``, so the
+    score is twice the decrease (thesis 5.1.1); with the bound, twice the decrease with
+    everything else held (the slack method's ``f``).
     """
     cand = np.asarray(cand, dtype=np.int64)
     o = KNJ @ beta
     kjj = Kc[cand, np.arange(cand.size)]
-    h = quad.a * kjj + np.einsum("im,im->m", Kc, QKc)
+    h = quad.a * kjj + quad.curvatures(Kc)
     grad = quad.a * (Kc[basis].T @ beta) + Kc.T @ (quad.Q(o) - quad.r) if len(basis) else \
         -Kc.T @ quad.r
     return np.sum(grad ** 2, axis=1) / h, grad, h
@@ -243,13 +285,15 @@ def candidate_scores(quad: Quadratic, Kc, QKc, cand, KNJ, beta, basis):
 def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rng,
                  *, history=True, state=None) -> BasisFit:
     """Kernel matching pursuit with post-backfitting (thesis 5.1.1): ``d`` steps, each scoring
-    ``kappa`` random candidates outside the basis by :func:`candidate_scores` and adding the
-    best; ``beta`` is then the exact minimizer on the grown basis, by a Cholesky factor of
-    ``H_JJ = a K_JJ + K_JN Q K_NJ`` extended by one row a step. A step evaluates ``kappa``
-    kernel columns and ``Q`` on them; nothing ``n x n`` is formed.
+    ``kappa`` random candidates outside the basis by ``grad^2 / h`` (:func:`candidate_scores`,
+    ``h`` from :meth:`Quadratic.curvatures`) and adding the best; ``beta`` is then the exact
+    minimizer on the grown basis, by a Cholesky factor of ``H_JJ = a K_JJ + K_JN Q K_NJ``
+    extended by one row a step. A step evaluates ``kappa`` kernel columns and applies ``Q``
+    to the one kept: ``K_JN Q K_Nc`` is ``(Q K_NJ)^T K_Nc`` (``Q`` symmetric), from the basis'
+    images kept; nothing ``n x n`` is formed.
 
-    ``state`` keeps the ``n``-row quantities (the basis' columns, ``Q o``) and computes the
-    candidates' columns and the step's reductions: a
+    ``state`` keeps the ``n``-row quantities (the basis' columns, their images ``Q K_NJ``,
+    ``Q o``) and computes the candidates' columns and the step's reductions: a
     :class:`~dask_ssl.solvers.greedy_state.BlockState` on the workers beside the row blocks,
     or by default a :class:`~dask_ssl.solvers.greedy_state.DriverState` over ``columns``."""
     n, c = quad.r.shape
@@ -265,10 +309,9 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
         pool = np.flatnonzero(available)
         cand = rng.choice(pool, min(kappa, pool.size), replace=False)
         Kc = state.candidates(cand)
-        QKc = quad.Q(Kc)
         kjj = Kc[cand, np.arange(cand.size)]
-        h = quad.a * kjj + np.einsum("im,im->m", Kc, QKc)
-        KJc, JQc, residual = state.reductions(QKc)
+        h = quad.a * kjj + quad.curvatures(Kc)
+        KJc, JQc, residual = state.reductions()
         if k:
             grad = quad.a * (KJc.T @ beta) + residual
             cross = quad.a * KJc + JQc                                  # H_Jc, (k, m)
@@ -277,6 +320,7 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
         else:
             grad = residual
             w, pivot = np.zeros((0, cand.size)), h
+        # with h an upper bound the pivots are too: a candidate failing here lies in the span
         ok = pivot > PIVOT_TOL * np.maximum(h, np.finfo(float).tiny)
         available[cand[~ok]] = False
         if not ok.any():
@@ -284,11 +328,16 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
         score = np.where(ok, np.sum(grad ** 2, axis=1) / np.where(ok, h, 1.0), -np.inf)
         j = int(np.argmax(score))
         available[cand[j]] = False
+        Qk = quad.Q(Kc[:, [j]])[:, 0]
+        hj = quad.a * kjj[j] + Kc[:, j] @ Qk
+        pivot_j = hj - w[:, j] @ w[:, j]
+        if not pivot_j > PIVOT_TOL * max(hj, np.finfo(float).tiny):
+            continue
         chol[k, :k] = w[:, j]
-        chol[k, k] = np.sqrt(pivot[j])
+        chol[k, k] = np.sqrt(pivot_j)
         b[k] = Kc[:, j] @ quad.r
         beta = cho_solve((chol[:k + 1, :k + 1], True), b[:k + 1])
-        state.accept(j, int(cand[j]), QKc, beta)
+        state.accept(j, int(cand[j]), Qk, beta)
         if history:
             trace.append(float(np.sum(quad.c0 - 0.5 * np.sum(b[:k + 1] * beta, axis=0))))
     d = len(state.basis)
