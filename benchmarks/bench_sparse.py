@@ -279,7 +279,8 @@ def throughput(args):
                   f"| {Xte.shape[0] / wall:.0f} | 1 | {cpu:.2f} | 1 |")
             for fraction in args.fractions:
                 t0 = time.perf_counter()
-                est = SparseLapRLS(n_basis=fraction, method=args.method, gamma_A=full.gamma_A,
+                est = SparseLapRLS(n_basis=fraction, method=args.method, basis=args.basis,
+                                   gamma_A=full.gamma_A,
                                    gamma_I=full.gamma_I_, n_neighbors=full.n_neighbors_,
                                    p=full.p_, random_state=args.seed, client=client)
                 est.fit(Xtr, y, graph=full.graph_)
@@ -311,6 +312,8 @@ def main(argv=None):
     rate.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
     rate.add_argument("--method", choices=["laprls", "slack", "decoupled", "sigmoid"],
                       default="slack")
+    rate.add_argument("--basis", choices=["auto", "greedy", "random"], default="auto",
+                      help="basis of the sparse model at the full model's setting")
     rate.add_argument("--blocks", type=int, default=4)
     rate.add_argument("--repeats", type=int, default=2)
     rate.add_argument("--seed", type=int, default=0)
