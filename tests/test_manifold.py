@@ -61,6 +61,28 @@ def test_laprls_equals_dense_eq_2_12_multiclass(client):
     assert est.transduction_.shape == (80,) and set(est.transduction_) <= {0, 1, 2}
 
 
+def test_new_rows_are_scored_in_row_chunks_that_add_up_to_the_whole(client, monkeypatch):
+    # a block of new rows is scored a few rows at a time (SCORE_CHUNK_VALUES bounds the kernel
+    # values held at once): every chunk is computed once, and the scores equal one kernel
+    # block's, dense or sparse rows, several classes
+    from dask_ssl.models import manifold
+
+    X, y, W, graph = small_problem(client, n_classes=3, n_labeled=15)
+    est = LapRLS(gamma_A=1e-3, gamma_I=50.0, kernel_params=KP, client=client)
+    est.fit(X, y, graph=graph)
+    new = np.vstack([X[:23] + 0.05, X[40:47] - 0.03])
+    whole = rbf_kernel(new, X, gamma=0.5) @ est.dual_coef_ + est.intercept_
+    calls = []
+    kernel_matrix = manifold.kernel_matrix
+    monkeypatch.setattr(manifold, "kernel_matrix",
+                        lambda A, *a, **k: calls.append(A.shape[0]) or kernel_matrix(A, *a, **k))
+    monkeypatch.setattr(manifold, "SCORE_CHUNK_VALUES", 4 * X.shape[0] + 3)
+    for rows in (new, sp.csr_matrix(new)):
+        calls.clear()
+        np.testing.assert_allclose(est.decision_function(rows), whole, rtol=1e-10, atol=1e-12)
+        assert calls == [4] * 7 + [2]
+
+
 def test_gamma_I_zero_is_rls_and_svm(client):
     X, y, _, graph = small_problem(client)
     lab = y >= 0

@@ -85,8 +85,20 @@ _OVERRIDES = dict(n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO], n_components=[COUN
                   solver=[StrOptions(set(SOLVERS))])
 
 
+#: Kernel values one scoring step computes at once (16 MB of float64). A block of rows is scored
+#: in chunks of rows against the expansion's points, so its kernel values never exist whole (a
+#: 25 000-row block against 10 000 training rows would be 2 GB) and the elementwise kernel
+#: arithmetic runs on cache-sized pieces.
+SCORE_CHUNK_VALUES = 1 << 21
+
+
 def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
-    return kernel_matrix(X, points, kernel=kernel, kernel_params=kernel_params) @ coef + intercept
+    rows = max(1, SCORE_CHUNK_VALUES // max(1, points.shape[0]))
+    S = np.empty((X.shape[0], coef.shape[1]))
+    for start in range(0, X.shape[0], rows):
+        S[start:start + rows] = kernel_matrix(X[start:start + rows], points, kernel=kernel,
+                                              kernel_params=kernel_params) @ coef
+    return S + intercept
 
 
 def expansion_scores(est, X, points):
