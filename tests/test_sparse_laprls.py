@@ -34,6 +34,32 @@ def problem(client, n=40, n_labeled=6, seed=0, n_classes=2, noise=0.1):
     return X, y, graph
 
 
+@pytest.mark.parametrize("method", ["laprls", "slack", "decoupled", "sigmoid"])
+def test_without_the_graph_term_the_basis_is_the_labeled_rows_and_the_fit_the_full_one(
+        client, method):
+    # gamma_I = 0: every method's objective sees the labeled outputs only, so (representer
+    # theorem) the full model lies in the labeled rows' span; a basis of at least l functions
+    # is those rows, unchecked, and scores as the full LapRLS (kernel RLS) does; the slack
+    # method's f shrinks the labels by nu / (1 + nu) there, its gamma_A in effect
+    # gamma_A (1 + nu) / nu
+    X, y, graph = problem(client, n_classes=3, n_labeled=9)
+    params = dict(gamma_A=1e-2, gamma_I=0.0, kernel_params=KP)
+    nu = 1.0
+    full = LapRLS(**{**params, "gamma_A": 1e-2 * ((1 + nu) / nu if method == "slack" else 1)}
+                  ).fit(X, y, graph=graph)
+    est = SparseLapRLS(method=method, n_basis=12, nu=nu, random_state=0, **params).fit(
+        X, y, graph=graph)
+    assert sorted(est.basis_) == list(np.flatnonzero(y >= 0))
+    assert est.basis_selection_ == []
+    new = X[:7] + 0.03
+    np.testing.assert_allclose(est.decision_function(new), full.decision_function(new),
+                               rtol=1e-7, atol=1e-9)
+    # fewer functions than labeled rows: the greedy, as with a graph term
+    fewer = SparseLapRLS(method=method, n_basis=5, basis="greedy", random_state=0,
+                         **params).fit(X, y, graph=graph)
+    assert fewer.n_basis_ == 5
+
+
 def test_greedy_with_every_row_is_full_laprls(client):
     X, y, graph = problem(client, n_classes=3, n_labeled=9)
     params = dict(gamma_A=1e-2, gamma_I=30.0, kernel_params=KP, p=2)

@@ -471,6 +471,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             return []
         gamma_A = PILOT_GAMMA_A if self.gamma_A == "auto" else float(self.gamma_A)
         weight = (SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)) * unit
+        if weight == 0 and labeled.sum() <= problem["d"]:
+            return []   # the labeled rows are the basis (see _solve): nothing to check
 
         def grow(kind, train):
             problem["kind"] = kind
@@ -565,7 +567,10 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         alternations. ``grow_only`` stops once the basis is found (the result then also
         holds the slack method's f-system, ``fsys``). With ``weight = 0`` the decoupled
         method has no graph to propagate on: it is then the restricted (supervised) fit, as
-        every method is at ``gamma_I = 0``."""
+        every method is at ``gamma_I = 0``. With ``weight = 0`` a greedy basis of at least
+        ``l`` functions is the labeled rows: every method's objective then sees the outputs on
+        the labeled rows only, so (representer theorem) its minimizer over all ``n`` functions
+        lies in their span, and the fit on them is the full model's."""
         M, columns = problem["M"], problem["columns"]
         l = int(labeled.sum())
         gamma_A = float(self.gamma_A if gamma_A is None else gamma_A)
@@ -588,6 +593,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             F = self._fsystem(problem, fidelity, g).solve(Ybar)
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d, kind = None, problem["given"], problem["d"], problem["kind"]
+        if kind == "greedy" and weight == 0 and l <= d:
+            kind = "labeled"
         if fixed is not None:
             fit = solve.fit_on_basis(quad, lambda idx: fixed.KNJ, fixed.basis)
             fit.history = fixed.history
@@ -604,6 +611,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         else:
             if given is not None:
                 J = given
+            elif kind == "labeled":
+                J = np.flatnonzero(labeled)
             elif kind == "random":
                 J = np.sort(rng.choice(problem["n"], d, replace=False))
             else:
