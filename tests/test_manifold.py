@@ -77,6 +77,7 @@ def test_new_rows_are_scored_in_row_chunks_that_add_up_to_the_whole(client, monk
     monkeypatch.setattr(manifold, "kernel_matrix",
                         lambda A, *a, **k: calls.append(A.shape[0]) or kernel_matrix(A, *a, **k))
     monkeypatch.setattr(manifold, "SCORE_CHUNK_VALUES", 4 * X.shape[0] + 3)
+    monkeypatch.setattr(manifold, "SCORE_CHUNK_MIN_ROWS", 2)
     for rows in (new, sp.csr_matrix(new)):
         calls.clear()
         np.testing.assert_allclose(est.decision_function(rows), whole, rtol=1e-10, atol=1e-12)

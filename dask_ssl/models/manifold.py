@@ -90,10 +90,14 @@ _OVERRIDES = dict(n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO], n_components=[COUN
 #: 25 000-row block against 10 000 training rows would be 2 GB) and the elementwise kernel
 #: arithmetic runs on cache-sized pieces.
 SCORE_CHUNK_VALUES = 1 << 21
+#: Rows a chunk holds at least: each kernel call also reads all the points (their norms, a
+#: sparse transpose), which a chunk of a few hundred rows against 10 000 points no longer
+#: amortizes.
+SCORE_CHUNK_MIN_ROWS = 2048
 
 
 def _block_decision(i, X, points, coef, intercept, kernel, kernel_params):
-    rows = max(1, SCORE_CHUNK_VALUES // max(1, points.shape[0]))
+    rows = max(SCORE_CHUNK_MIN_ROWS, SCORE_CHUNK_VALUES // max(1, points.shape[0]))
     S = np.empty((X.shape[0], coef.shape[1]))
     for start in range(0, X.shape[0], rows):
         S[start:start + rows] = kernel_matrix(X[start:start + rows], points, kernel=kernel,
