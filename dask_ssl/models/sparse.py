@@ -136,8 +136,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         (thesis 5.1.1) on the objective of ``method``: each step scores ``kappa`` random rows
         outside J by ``g_j^2 / h_j`` (the first and second derivative of the objective in the
         new coefficient at ``beta_J`` fixed; twice the decrease of the best one-dimensional
-        step; for ``"slack"`` the curvature with ``f`` also held, the thesis' closed-form
-        ``beta_j*``, so that only the function kept costs an f-solve) and adds the best; ``beta_J`` is then refitted exactly by a Cholesky factor
+        step; for ``"slack"`` with an upper bound of the second derivative that needs no
+        f-solve, so only the function kept costs one) and adds the best; ``beta_J`` is then
+        refitted exactly by a Cholesky factor
         extended by one row a step. Beyond ``DENSE_MAX_ROWS`` training rows the candidates
         are scored on the workers, beside the row blocks of ``X``
         (:class:`~dask_ssl.solvers.greedy_state.BlockState`): only the candidates' rows,

@@ -9,9 +9,9 @@ sends the ``kappa`` candidate rows out, each block returns its rows of the candi
 columns ``K_bc`` (for the candidates' curvatures and the kept column's ``Q`` product, which
 run where ``Q`` lives) and the step's reductions (``K_Jc``, ``(Q K_NJ)^T K_Nc``,
 ``K_Nc^T (Q o - r)``: ``d x kappa`` and ``kappa x c`` numbers summed per worker); the kept
-column's image ``Q k`` joins the blocks' state, split like them. Neither the rows nor anything ``n x n``
-come to the driver; ``K_NJ`` (``n x d``) is gathered once, after the last step, for the fit on
-the final basis.
+column's image ``Q k`` joins the blocks' state, split like them. Neither the rows nor anything
+``n x n`` come to the driver; ``K_NJ`` (``n x d``) is gathered once, after the last step, for
+the fit on the final basis.
 
 Both answer the same four questions, so one greedy loop serves both and their results agree to
 round-off.
