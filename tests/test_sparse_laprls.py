@@ -112,30 +112,35 @@ def test_candidate_score_is_the_one_dimensional_decrease(client):
             assert quad.objective(KNJ, KNJ[Jj], moved) > after
 
 
-def test_slack_candidate_curvature_is_an_upper_bound_exact_on_eigenvectors(client):
-    # the slack greedy scores candidates with a bound of k^T Q k (Q = phi(P), P = g M + I_L,
-    # phi(q) = nu q / (q + nu)) that needs no f-solve: at least the exact form, at most both
-    # the f-held curvature nu ||k||^2 and k^T P k, and exact on an eigenvector of P; so a
-    # score is at most twice the exact one-dimensional decrease
+def test_slack_candidate_curvature_is_exact_when_factored_else_an_upper_bound(client):
+    # the slack greedy scores candidates by k^T Q k (Q = phi(P), P = g M + I_L,
+    # phi(q) = nu q / (q + nu)): exact where the f-system is factored; where it is solved by
+    # CG a bound that needs no f-solve, at least the exact form, at most both the f-held
+    # curvature nu ||k||^2 and k^T P k, and exact on an eigenvector of P; a score is then at
+    # most the exact score
     nu = 0.3
     quad, cols, (M, lab, Ybar, a, g) = _setup(client, nu)
+    power = LaplacianPower(M, 1)
+    by_cg = solve.slack_quadratic(solve.FSystem(power, lab + nu, g), Ybar, a, nu, power, lab)
     cand = np.array([0, 7, 30, 38])
     Kc = cols(cand)
     exact = np.einsum("im,im->m", Kc, quad.Q(Kc))
-    bound = quad.curvatures(Kc)
+    np.testing.assert_allclose(quad.curvature(Kc), exact, rtol=1e-12)
+    np.testing.assert_allclose(by_cg.Q(Kc), quad.Q(Kc), rtol=1e-6, atol=1e-10)
+    bound = by_cg.curvature(Kc)
     P = g * M.toarray() + np.diag(lab.astype(float))
     assert np.all(bound >= exact * (1 - 1e-9))
     assert np.all(bound <= np.minimum(nu * np.sum(Kc ** 2, axis=0),
                                       np.einsum("im,im->m", Kc, P @ Kc)) * (1 + 1e-12))
     assert np.all(bound > exact * 1.01)   # a bound, not the exact form, on kernel columns
     V = np.linalg.eigh(P)[1][:, [0, 5, 30]]
-    np.testing.assert_allclose(quad.curvatures(V), np.einsum("im,im->m", V, quad.Q(V)),
+    np.testing.assert_allclose(by_cg.curvature(V), np.einsum("im,im->m", V, quad.Q(V)),
                                rtol=1e-7)
     J = np.array([3, 11, 25])
     fit = solve.fit_on_basis(quad, cols, J)
-    score, grad, h = solve.candidate_scores(quad, Kc, cand, fit.KNJ, fit.beta, J)
+    score, grad, h = solve.candidate_scores(by_cg, Kc, cand, fit.KNJ, fit.beta, J)
     h_exact = quad.a * Kc[cand, np.arange(cand.size)] + exact
-    np.testing.assert_allclose(score, np.sum(grad ** 2, axis=1) / h, rtol=1e-12)
+    np.testing.assert_allclose(h, quad.a * Kc[cand, np.arange(cand.size)] + bound, rtol=1e-12)
     assert np.all(score <= np.sum(grad ** 2, axis=1) / h_exact)
 
 

@@ -121,6 +121,11 @@ class FSystem:
             else:
                 self._lu = splu(sp.csc_matrix(A))
 
+    @property
+    def factored(self) -> bool:
+        """Whether a solve is a factor's triangular sweeps (not an iterative solve)."""
+        return self._cho is not None or self._lu is not None
+
     def solve(self, B, X0=None) -> np.ndarray:
         B = np.asarray(B, dtype=np.float64)
         B2 = B.reshape(self.n, -1)
@@ -150,22 +155,16 @@ class Quadratic:
     ``(n, n_columns)`` and the constant ``c0`` per column, so that ``R`` is the method's
     objective (in the thesis' units) at its minimum over everything but ``beta``.
 
-    ``curvature`` (``(n, m) -> (m,)``) gives ``k^T Q k`` per column, or an upper bound of it
-    where ``Q`` is costly to apply (the slack method's, a solve a column): the greedy scores
-    its ``kappa`` candidates with it and applies ``Q`` only to the one it keeps. ``None``:
-    the exact form from ``Q``."""
+    ``curvature`` (``(n, m) -> (m,)``): ``k^T Q k`` per column, computed without applying
+    ``Q``; where that would need ``Q`` (the slack method's costs a solve a column), an upper
+    bound of it. The greedy scores its ``kappa`` candidates with it and applies ``Q`` only to
+    the one it keeps."""
 
     a: float
     Q: object
     r: np.ndarray
     c0: np.ndarray
-    curvature: object = None
-
-    def curvatures(self, V) -> np.ndarray:
-        """``v^T Q v`` per column of ``V`` (or its upper bound, see the class)."""
-        if self.curvature is not None:
-            return self.curvature(V)
-        return np.einsum("im,im->m", V, self.Q(V))
+    curvature: object
 
     def objective(self, KNJ, KJJ, beta) -> np.ndarray:
         """``R(beta)`` per column, computed from scratch (tests, checks)."""
@@ -202,18 +201,25 @@ def slack_quadratic(fsys: FSystem, Ybar, a, nu, M, labeled) -> Quadratic:
     ``V``, and an iterative solve's relative error in ``A^-1 V`` would become that part's
     error (the greedy's pivots and ``H_JJ`` then go wrong).
 
-    The greedy scores its candidates with an upper bound of their curvature
-    (:func:`_slack_curvature`, no solve) and the exact gradient, so a score is at most twice
-    the candidate's exact decrease; the candidate kept gets its exact ``Q k``: one f-solve a
-    step instead of ``kappa``. (The thesis holds ``f`` to score, the curvature ``nu ||k||^2``,
-    and refines each candidate by 50 CG iterations; held ``f`` alone ranks poorly where
-    ``g M`` is large against ``nu``.)"""
+    The candidates' curvatures are exact where ``fsys`` holds a factor (a solve is then two
+    triangular sweeps). Where it solves by CG they are the upper bound of
+    :func:`_slack_curvature` (no solve): with the exact gradient a score is then at most
+    twice the candidate's exact decrease, and the candidate kept gets its exact ``Q k``, one
+    f-solve a step instead of ``kappa``. (The thesis holds ``f`` to score, the curvature
+    ``nu ||k||^2``, and refines each candidate by 50 CG iterations; held ``f`` alone ranks
+    poorly where ``g M`` is large against ``nu``.)"""
     lab = np.asarray(labeled, dtype=np.float64)[:, None]
     g = fsys.g
+
+    def Q(V):
+        return nu * fsys.solve(g * (M @ V) + lab * V)
+
     AY = fsys.solve(Ybar)
-    return Quadratic(a, lambda V: nu * fsys.solve(g * (M @ V) + lab * V), nu * AY,
+    curvature = ((lambda V: np.einsum("im,im->m", V, Q(V))) if fsys.factored
+                 else (lambda V: _slack_curvature(V, M, lab, g, nu)))
+    return Quadratic(a, Q, nu * AY,
                      0.5 * np.sum(Ybar ** 2, axis=0) - 0.5 * np.sum(Ybar * AY, axis=0),
-                     curvature=lambda V: _slack_curvature(V, M, lab, g, nu))
+                     curvature=curvature)
 
 
 def _slack_curvature(V, M, lab, g, nu) -> np.ndarray:
@@ -268,7 +274,7 @@ def candidate_scores(quad: Quadratic, Kc, cand, KNJ, beta, basis):
 
     ``grad[j] = a K_jJ beta + k_j^T (Q o - r)`` is the derivative of (*) in the new coefficient
     ``beta_j`` at 0, ``h[j] = a K_jj + k_j^T Q k_j`` its second derivative (or the bound of
-    :meth:`Quadratic.curvatures`), and ``score = sum_columns grad^2 / h``: the best
+    ``Quadratic.curvature``), and ``score = sum_columns grad^2 / h``: the best
     one-dimensional step ``beta_j = -grad / h`` lowers ``R`` by ``grad^2 / (2 h)``, so the
     score is twice the decrease (thesis 5.1.1); with the bound, twice the decrease with
     everything else held (the slack method's ``f``).
@@ -276,7 +282,7 @@ def candidate_scores(quad: Quadratic, Kc, cand, KNJ, beta, basis):
     cand = np.asarray(cand, dtype=np.int64)
     o = KNJ @ beta
     kjj = Kc[cand, np.arange(cand.size)]
-    h = quad.a * kjj + quad.curvatures(Kc)
+    h = quad.a * kjj + quad.curvature(Kc)
     grad = quad.a * (Kc[basis].T @ beta) + Kc.T @ (quad.Q(o) - quad.r) if len(basis) else \
         -Kc.T @ quad.r
     return np.sum(grad ** 2, axis=1) / h, grad, h
@@ -286,7 +292,7 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
                  *, history=True, state=None) -> BasisFit:
     """Kernel matching pursuit with post-backfitting (thesis 5.1.1): ``d`` steps, each scoring
     ``kappa`` random candidates outside the basis by ``grad^2 / h`` (:func:`candidate_scores`,
-    ``h`` from :meth:`Quadratic.curvatures`) and adding the best; ``beta`` is then the exact
+    ``h`` from ``Quadratic.curvature``) and adding the best; ``beta`` is then the exact
     minimizer on the grown basis, by a Cholesky factor of ``H_JJ = a K_JJ + K_JN Q K_NJ``
     extended by one row a step. A step evaluates ``kappa`` kernel columns and applies ``Q``
     to the one kept: ``K_JN Q K_Nc`` is ``(Q K_NJ)^T K_Nc`` (``Q`` symmetric), from the basis'
@@ -310,7 +316,7 @@ def greedy_basis(quad: Quadratic, columns: KernelColumns, d: int, kappa: int, rn
         cand = rng.choice(pool, min(kappa, pool.size), replace=False)
         Kc = state.candidates(cand)
         kjj = Kc[cand, np.arange(cand.size)]
-        h = quad.a * kjj + quad.curvatures(Kc)
+        h = quad.a * kjj + quad.curvature(Kc)
         KJc, JQc, residual = state.reductions()
         if k:
             grad = quad.a * (KJc.T @ beta) + residual
