@@ -155,10 +155,10 @@ class Quadratic:
     ``(n, n_columns)`` and the constant ``c0`` per column, so that ``R`` is the method's
     objective (in the thesis' units) at its minimum over everything but ``beta``.
 
-    ``curvature`` (``(n, m) -> (m,)``): ``k^T Q k`` per column, computed without applying
-    ``Q``; where that would need ``Q`` (the slack method's costs a solve a column), an upper
-    bound of it. The greedy scores its ``kappa`` candidates with it and applies ``Q`` only to
-    the one it keeps."""
+    ``curvature`` (``(n, m) -> (m,)``): ``k^T Q k`` per column, or an upper bound of it where
+    ``Q`` is costly to apply (the slack method's ``Q`` with an iterative f-solve: a solve a
+    column). The greedy scores its ``kappa`` candidates with it and applies ``Q`` only to the
+    one it keeps."""
 
     a: float
     Q: object
@@ -276,8 +276,7 @@ def candidate_scores(quad: Quadratic, Kc, cand, KNJ, beta, basis):
     ``beta_j`` at 0, ``h[j] = a K_jj + k_j^T Q k_j`` its second derivative (or the bound of
     ``Quadratic.curvature``), and ``score = sum_columns grad^2 / h``: the best
     one-dimensional step ``beta_j = -grad / h`` lowers ``R`` by ``grad^2 / (2 h)``, so the
-    score is twice the decrease (thesis 5.1.1); with the bound, twice the decrease with
-    everything else held (the slack method's ``f``).
+    score is twice the decrease (thesis 5.1.1); with the bound, at most twice the decrease.
     """
     cand = np.asarray(cand, dtype=np.int64)
     o = KNJ @ beta
