@@ -105,7 +105,8 @@ def driver_selections(X, train) -> dict:
     from dask_ssl.models._graph_weight import (confirm, deformed_gram, loo_gamma_I,
                                                squared_hinge, svm_held_out, truth_of)
     from dask_ssl.models._selection import CV_FOLDS, choose, fold_of, table
-    from dask_ssl.models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
+    from dask_ssl.models._graph_seam import AUTO_GRAPHS
+    from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
 
     n = X.shape[0]
     labeled = train >= 0

@@ -69,7 +69,7 @@ from dask_ssl.cluster import get_client  # noqa: E402
 from dask_ssl.data.generators import g50c, rcv1_like, two_moons  # noqa: E402
 from dask_ssl.linalg.rowblocks import RowBlocks  # noqa: E402
 from dask_ssl.models import LapRLS, SparseLapRLS  # noqa: E402
-from dask_ssl.models.manifold import AUTO_GRAPHS  # noqa: E402
+from dask_ssl.models._graph_seam import AUTO_GRAPHS  # noqa: E402
 
 GAMMA_I = (1e2, 1e4, 1e6, 1e8)
 GAMMA_A = (1e-6, 1e-4, 1e-2)

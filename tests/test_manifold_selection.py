@@ -16,7 +16,8 @@ from dask_ssl.models import LapRLS, LapSVM
 from dask_ssl.models._selection import CV_FOLDS, SelectionWarning, choose, chosen_row, fold_of
 from dask_ssl.models.artifact import load_model, save_model
 from dask_ssl.models._rbf_width import default_rbf_gamma, width_candidates
-from dask_ssl.models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
+from dask_ssl.models._graph_seam import AUTO_GRAPHS
+from dask_ssl.models.manifold import AUTO_GAMMA_I, _loo_outputs
 
 from ._labels import labels_per_class
 

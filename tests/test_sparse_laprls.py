@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from dask_ssl.cli import main
 from dask_ssl.data.generators import g50c, two_moons
 from dask_ssl.graph.dense import laplacian_matrix, regularizer_matrix
+from dask_ssl.graph.weights import Graph
 from dask_ssl.linalg import RowBlocks
 from dask_ssl.models import ESTIMATORS, GraphTransduction, LapRLS, SparseLapRLS
 from dask_ssl.models import sparse as sparse_module
@@ -366,7 +367,7 @@ def test_bad_input_is_refused_before_any_work(client, monkeypatch, change, messa
     def no_work(*args, **kwargs):
         raise AssertionError("a graph was built before the input was checked")
 
-    monkeypatch.setattr(sparse_module, "estimator_graph", no_work)
+    monkeypatch.setattr(sparse_module, "estimator_graphs", no_work)
     with pytest.raises(ValueError, match=message):
         SparseLapRLS(kernel_params=KP, **change).fit(X, y)
 
@@ -699,3 +700,92 @@ def test_auto_basis_is_stored_and_warns_with_too_few_labels(client, tmp_path):
                           random_state=0).fit(X, few, graph=graph)
     assert lone.basis_selection_ == []
     np.testing.assert_array_equal(lone.basis_, greedy.basis_)
+
+
+def test_held_out_transduction_equals_refits_without_each_fold(client):
+    # every fold refitted by a dense solve: its labels hidden (fidelity 0 unless the row's
+    # component then holds no label), its rows scored; a component without labels is held
+    # at 0 rather than left singular
+    from dask_ssl.graph.diagnostics import graph_diagnostics
+    from dask_ssl.models._graph_weight import truth_of
+    from dask_ssl.models._selection import CV_FOLDS, fold_of
+    from dask_ssl.models._sparse_graph import held_out_transduction
+
+    X, y, W, _ = small_problem(client, n=60, n_labeled=16, n_classes=3)
+    W = sp.csr_matrix(sp.block_diag([W, sp.csr_matrix([[0.0, 1.0], [1.0, 0.0]])]))
+    graph = Graph.from_scipy(W, client=client, n_blocks=2)
+    y = np.concatenate([y, [-1, -1]])
+    labeled = y >= 0
+    Ybar = np.column_stack([np.where(~labeled, 0.0, np.where(y == c, 1.0, -1.0))
+                            for c in range(3)])
+    M = laplacian_matrix(W, normalized=True)
+    g = 0.7
+    truth = truth_of(Ybar[labeled])
+
+    def dense(fidelity, B):
+        return np.linalg.solve(g * M + np.diag(fidelity), B)
+
+    out = held_out_transduction(dense, Ybar, labeled, truth, graph_diagnostics(graph))
+    L = np.flatnonzero(labeled)
+    fold = fold_of(truth, CV_FOLDS)
+    for f in range(CV_FOLDS):
+        train = labeled.copy()
+        train[L[fold == f]] = False
+        fidelity = train.astype(float)
+        fidelity[60:] = 1.0   # the two-row component holds no label
+        F = np.linalg.solve(g * M + np.diag(fidelity), Ybar * train[:, None])
+        np.testing.assert_allclose(out[fold == f], F[L[fold == f]], rtol=1e-10, atol=1e-12)
+
+
+def test_auto_graph_is_where_graph_transduction_errs_least_and_is_the_graph_fitted(client):
+    X, _ = two_moons(n=240, noise=0.12, seed=3)
+    truth = (X[:, 1] > 0.25).astype(int)
+    y = labels_per_class(truth, 8, seed=3)
+    est = SparseLapRLS(method="decoupled", n_basis=24, kernel_params=KP, random_state=0,
+                       client=client).fit(X, y)
+    sel = est.graph_selection_
+    assert len(sel) == 2 * (len(AUTO_GAMMA_I) - 1)
+    assert {(r["n_neighbors"], r["p"]) for r in sel} == {(10, 1), (50, 5)}
+    assert {r["gamma_I"] for r in sel} == set(AUTO_GAMMA_I[1:])
+    chosen = [r for r in sel if r["chosen"]]
+    assert len(chosen) == 1
+    assert (chosen[0]["errors"], chosen[0]["squared"]) == min((r["errors"], r["squared"])
+                                                              for r in sel)
+    assert (est.n_neighbors_, est.p_) == (chosen[0]["n_neighbors"], chosen[0]["p"])
+    # the fit is the one on the chosen graph, given outright
+    given = SparseLapRLS(method="decoupled", n_basis=24, kernel_params=KP, random_state=0,
+                         n_neighbors=est.n_neighbors_, p=est.p_, client=client).fit(X, y)
+    assert given.graph_selection_ == []
+    np.testing.assert_allclose(est.decision_function(X), given.decision_function(X),
+                               rtol=1e-8, atol=1e-10)
+    # p alone "auto" on a given graph: only the power is chosen
+    on_graph = SparseLapRLS(method="decoupled", n_basis=24, kernel_params=KP, random_state=0,
+                            client=client).fit(X, y, graph=est.graph_)
+    assert {(r["n_neighbors"], r["p"]) for r in on_graph.graph_selection_} == {(None, 1),
+                                                                              (None, 5)}
+    assert on_graph.n_neighbors_ is None
+
+
+def test_auto_graph_is_not_scored_without_a_graph_term_or_with_too_few_labels(client,
+                                                                             tmp_path):
+    X, _ = two_moons(n=120, noise=0.1, seed=1)
+    truth = (X[:, 1] > 0.25).astype(int)
+    sup = SparseLapRLS(method="decoupled", gamma_I=0.0, n_basis=12, kernel_params=KP,
+                       client=client).fit(X, labels_per_class(truth, 6, seed=1))
+    assert (sup.graph_selection_, sup.n_neighbors_, sup.p_) == ([], 10, 1)
+    with pytest.warns(SelectionWarning, match=r"the graph \(n_neighbors, p\)"):
+        few = SparseLapRLS(method="decoupled", gamma_I=1e2, n_basis=12, kernel_params=KP,
+                           client=client).fit(X, labels_per_class(truth, 2, seed=1))
+    assert (few.graph_selection_, few.n_neighbors_, few.p_) == ([], 10, 1)
+    # stored with the model; a model stored before the graph was chosen loads without it
+    est = SparseLapRLS(method="decoupled", gamma_I=1e2, n_basis=12, kernel_params=KP,
+                       client=client).fit(X, labels_per_class(truth, 6, seed=1))
+    assert len(est.graph_selection_) == 2
+    save_model(est, tmp_path / "m")
+    assert load_model(tmp_path / "m").graph_selection_ == est.graph_selection_
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    del doc["graph_selection_"]
+    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
+    back = load_model(tmp_path / "m")
+    assert back.graph_selection_ == []
+    np.testing.assert_allclose(back.decision_function(X), est.decision_function(X))

@@ -21,6 +21,33 @@ def check_graph_combination(est) -> None:
     check_graph_params(est.weights, est.symmetrize, est.t, est.metric)
 
 
+#: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
+AUTO_GRAPHS = ((10, 1), (50, 5))
+
+
+def graph_settings(est, n_rows: int, graph=None) -> list:
+    """``(n_neighbors, p)`` settings of ``est`` to fit: several only when one of its
+    ``n_neighbors`` and ``p`` is "auto" (:data:`AUTO_GRAPHS`, or the one given crossed with
+    the other's candidates). A given graph fixes the neighbours (its name, for a dict of
+    named graphs, else None), so only ``p`` can vary. A given ``n_neighbors`` above
+    ``n_rows - 1`` is clipped with a warning, the "auto" candidates quietly (they are the
+    estimator's own)."""
+    if est.n_neighbors == "auto" and est.p == "auto":
+        pairs = list(AUTO_GRAPHS)
+    else:
+        ks = ([k for k, _ in AUTO_GRAPHS] if est.n_neighbors == "auto" else
+              [est.n_neighbors if graph is not None
+               else clip_n_neighbors(est.n_neighbors, n_rows)])
+        ps = [q for _, q in AUTO_GRAPHS] if est.p == "auto" else [est.p]
+        pairs = [(k, q) for k in ks for q in ps]
+    if graph is not None:
+        names = list(graph) if isinstance(graph, dict) else [None]
+        pairs = [(name, q) for name in names for q in dict.fromkeys(q for _, q in pairs)]
+    else:
+        pairs = [(int(min(k, n_rows - 1)), q) for k, q in pairs]
+    return list(dict.fromkeys(pairs))
+
+
 def clip_n_neighbors(n_neighbors: int, n_rows):
     """The neighbours per row of graphs on ``n_rows`` rows (an int, or a sequence of them, one
     per graph): ``n_neighbors``, at most the other rows of the graph.

@@ -52,8 +52,8 @@ from ._clone import SharesClient
 from .artifact import pack_matrix, unpack_matrix
 from .base import OneVsRestLabels
 from ._constraints import AUTO, COUNT, constraints, validate
-from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
-                          estimator_graphs, graph_term_weight_on)
+from ._graph_seam import (check_graph_combination, estimator_graph, estimator_graphs,
+                          graph_settings, graph_term_weight_on)
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._nystrom_manifold import fit_nystrom
 from ._gamma_s_selection import loo_outputs as rls_loo_outputs
@@ -75,8 +75,6 @@ DRIVER_SUPERVISED_MAX_LABELS = 5000
 #: workers (eigendecompositions and LUs of a few hundred rows, each waking the other thread),
 #: and one made a 2,000-row fit 10-20% slower.
 DIRECT_SINGLE_THREAD_ROWS = 1000
-#: ``(n_neighbors, p)`` tried, in this order, when either is "auto"; the first is kept on ties.
-AUTO_GRAPHS = ((10, 1), (50, 5))
 #: ``gamma_I`` values tried by ``gamma_I="auto"`` on the direct and primal solvers (before
 #: ``graph_normalization``): 0, the supervised model, and eight decades around the seeds' 1e4.
 AUTO_GAMMA_I = (0.0, 1e-2, 1.0, 1e2, 1e4, 1e6)
@@ -232,28 +230,6 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
     def _loss(self) -> str:
         return self._LOSSES[0]
 
-    def _graph_candidates(self, n_rows: int, graph) -> list:
-        """``(n_neighbors, p)`` settings to fit; several only when one of them is "auto".
-        A graph on n rows has at most n - 1 neighbours a row: a given ``n_neighbors`` above
-        that is clipped with a warning, the "auto" candidates quietly (they are the
-        estimator's own)."""
-        if self.n_neighbors == "auto":
-            ks = [k for k, _ in AUTO_GRAPHS]
-        else:
-            ks = [self.n_neighbors if graph is not None
-                  else clip_n_neighbors(self.n_neighbors, n_rows)]
-        ps = [q for _, q in AUTO_GRAPHS] if self.p == "auto" else [self.p]
-        if self.n_neighbors == "auto" and self.p == "auto":
-            pairs = list(AUTO_GRAPHS)
-        else:
-            pairs = [(k, q) for k in ks for q in ps]
-        if graph is not None:  # a given graph fixes the neighbours; only p can vary
-            names = list(graph) if isinstance(graph, dict) else [None]
-            pairs = [(name, q) for name in names for q in dict.fromkeys(q for _, q in pairs)]
-        else:
-            pairs = [(min(k, n_rows - 1), q) for k, q in pairs]
-        return list(dict.fromkeys(pairs))
-
     # fitting -----------------------------------------------------------------------------
     @measured_fit
     def fit(self, X, y=None, *, graph: Graph | None = None, resume: bool = False):
@@ -315,7 +291,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
             block(kparams[0], slice(64))
             grams = _Grams(None, kparams, make_block=block)
         client = get_client(self.client)
-        candidates = self._graph_candidates(n_rows, graph)
+        candidates = graph_settings(self, n_rows, graph)
         (graphs, fitted), self.restarts_ = solve_with_restarts(
             lambda: self._fit_graphs(X, client, graph, candidates, solver, grams, Y, labeled),
             what=type(self).__name__)
@@ -349,7 +325,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
         the workers, the model is an expansion over the landmarks; an RBF width not given is
         chosen with ``gamma_I`` (:mod:`._nystrom_width`)."""
         client = get_client(self.client)
-        setting = self._graph_candidates(labels.codes.size, graph)[0]
+        setting = graph_settings(self, labels.codes.size, graph)[0]
         self.graph_name_ = None
         if isinstance(graph, dict):
             self.graph_name_, graph = setting[0], graph[setting[0]]

@@ -45,9 +45,9 @@ from ..solvers import sparse as solve
 from ..solvers.greedy_state import BlockColumns, BlockState
 from ..solvers.laplacian_power import LaplacianPower
 from ._clone import SharesClient
-from ._constraints import AUTO, POSITIVE, constraints, validate
+from ._constraints import AUTO, COUNT, POSITIVE, constraints, validate
 from ._graph_weight import SEED_GAMMA_I, truth_of
-from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
+from ._graph_seam import (check_graph_combination, estimator_graphs, graph_settings,
                           graph_term_weight_on)
 from ._input import check_finite_local, fit_input, gather_rows, to_blocks
 from ._pickle import PicklesWithoutGraph
@@ -58,6 +58,7 @@ from ._selection import (CV_FOLDS, MIN_PER_CLASS, SelectionWarning, choose, enou
                          fold_of, table, warn_unchecked)
 from ._selection_cost import measured_fit, selecting
 from ._basis_selection import choose_basis
+from ._sparse_graph import choose_graph, held_out_transduction, transduction_fidelity
 from ._sparse_selection import AUTO_GAMMA_A, PILOT_GAMMA_A, select_on_basis
 from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
                        restore_expansion_info)
@@ -69,7 +70,7 @@ ON_BASIS = ("laprls", "slack")
 SOLVERS = ("direct", "graph")
 #: Where SparseLapRLS narrows the shared constraints: its own solvers.
 _OVERRIDES = dict(solver=[StrOptions(set(SOLVERS))],
-                  gamma_A=[POSITIVE, AUTO])
+                  gamma_A=[POSITIVE, AUTO], n_neighbors=[COUNT, AUTO], p=[COUNT, AUTO])
 
 
 def _fraction_or_count(n_basis, n_rows: int) -> int:
@@ -198,13 +199,24 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     kernel, kernel_params
         Base kernel K (:class:`LapRLS`; the default RBF width is filled into
         ``kernel_params_``).
-    n_neighbors, metric, weights, t, symmetrize, search_epsilon, random_state
-        The kNN graph as in :class:`LapRLS` (``n_neighbors`` the seeds' nn);
-        ``random_state`` also draws the greedy candidates and the random basis.
+    n_neighbors : int or "auto", default "auto"
+        The seeds' nn, neighbours per row of the kNN graph. ``"auto"``: see ``p``.
+    metric, weights, t, symmetrize, search_epsilon, random_state
+        The kNN graph as in :class:`LapRLS`; ``random_state`` also draws the greedy
+        candidates and the random basis.
     normalized : bool, default True
         Normalized Laplacian ``D^-1/2 L D^-1/2``.
-    p : int, default 1
-        ``M = L^p``.
+    p : int or "auto", default "auto"
+        ``M = L^p``. With ``"auto"`` for ``n_neighbors`` and/or ``p`` the candidate settings
+        are LapRLS's (``AUTO_GRAPHS`` = ((10, 1), (50, 5)), or the one given crossed with the
+        other's), and the one kept is the graph on which graph transduction, the graph term
+        alone, errs least on held-out labels (:data:`CV_FOLDS`-fold cross-validation on the
+        labeled rows, at every ``gamma_I`` above 0 the fit may use; :mod:`._sparse_graph`);
+        a sparse model cannot afford a basis per candidate graph. Whether the graph term is
+        used at all is ``gamma_I``'s choice on that graph (0 is a candidate). Both graphs
+        come from one search for the larger neighbour count. The candidates are in
+        ``graph_selection_``, the choice in ``n_neighbors_`` and ``p_``. With fewer than 5
+        labeled rows in a class (or ``gamma_I = 0``) the first setting, (10, 1), unscored.
     graph_normalization : {"n2", "edges", "none"}, default "n2"
         ``gamma_I_eff`` from ``gamma_I`` as in :class:`LapRLS`.
     solver : {"direct", "graph"}, default "direct"
@@ -283,14 +295,19 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         ``round_trips`` to the workers spent choosing, and ``fit_seconds`` and
         ``fit_round_trips`` of the rest of the fit (:mod:`dask_ssl.models._selection_cost`);
         None when nothing was selected. Stored in ``model.json``.
+    graph_selection_ : list of dict
+        With several graph settings (``"auto"``) and enough labels: per candidate its
+        ``n_neighbors``, ``p``, ``gamma_I``, held-out ``errors``, ``error``, ``squared``
+        residual, ``criterion`` ``"cv"`` and ``chosen``; empty otherwise (and for models
+        stored before the graph was chosen).
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
     """
 
     def __init__(self, *, n_basis=0.1, basis="auto", method="slack", kappa=50,
                  gamma_A=1e-6, gamma_I="auto", nu=1.0, rho=1.0, kernel="rbf",
                  kernel_params=None,
-                 n_neighbors=10, metric="euclidean", weights="heat", t=None,
-                 symmetrize="max", normalized=True, p=1, graph_normalization="n2",
+                 n_neighbors="auto", metric="euclidean", weights="heat", t=None,
+                 symmetrize="max", normalized=True, p="auto", graph_normalization="n2",
                  solver="direct", tol=1e-6, max_iter=200, search_epsilon=0.1, unlabeled=-1,
                  client=None, n_blocks=None, random_state=None):
         self.n_basis = n_basis
@@ -378,32 +395,18 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         kernel_matrix(first_rows, kernel=self.kernel, kernel_params=kparams)
         if blocks is None and (graph is None or greedy_on_workers):
             blocks = to_blocks(X, client, self.n_blocks)
-        k = None
-        if graph is None:
-            k = clip_n_neighbors(self.n_neighbors, n)
-            graph = estimator_graph(self, blocks, k)
-        diag = graph_diagnostics(graph)
         labeled = labels.labeled
-        warn_graph(diag, labeled)
         l = int(labeled.sum())
-        unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
-        # the graph solver keeps the graph on the workers: M products are halo exchanges there
-        if self.solver == "graph":
-            M = solve.WorkerRegularizer(graph, normalized=self.normalized, p=self.p)
-        elif n > solve.DENSE_MAX_ROWS and (self.p > 1 or self.method != "decoupled"):
-            # L^p of a kNN graph fills in (dense from p = 3 on text), and so does a sparse LU
-            # of L itself on a small-world graph: M is applied, never formed or factored.
-            # The decoupled system has no nu I to bound CG's condition number; with p = 1
-            # it keeps the LU (one solve a fit).
-            M = LaplacianPower(laplacian_matrix(graph.to_scipy(), normalized=self.normalized,
-                                                sparse=True), self.p)
-        else:
-            M = regularizer_matrix(graph, normalized=self.normalized, p=self.p, sparse=True)
         Ybar = labels.columns()
+        (k, p), graph, graph_selection = self._choose_graph(blocks, graph, n, Ybar, labeled)
+        diag = graph_diagnostics(graph)
+        warn_graph(diag, labeled)
+        unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
+        M = self._regularizer(graph, p, n)
         # rows left on the workers give kernel columns there (a random basis of "auto")
         columns = (BlockColumns(blocks, self.kernel, kparams) if points is None
                    else solve.KernelColumns(points, self.kernel, kparams))
-        problem = dict(M=M, graph=graph, diag=diag, columns=columns, d=d, given=given, n=n,
+        problem = dict(M=M, graph=graph, diag=diag, p=p, columns=columns, d=d, given=given, n=n,
                        kind=None if given is not None else self.basis,
                        blocks=blocks if greedy_on_workers else None, kernel_params=kparams)
         # small dense solves gain nothing from BLAS threads, and on a shared host they lose
@@ -445,7 +448,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.graph_ = graph
         self.diagnostics_ = diag
         self.n_neighbors_ = k
-        self.p_ = int(self.p)
+        self.p_ = int(p)
+        self.graph_selection_ = graph_selection
         self.n_features_in_ = int(blocks.n_features if points is None else points.shape[1])
         self.n_labeled_ = l
         self.data_shape_ = (n, self.n_features_in_)
@@ -453,6 +457,63 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.transduction_ = self._labels_from_scores(S)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
+
+    def _choose_graph(self, blocks, graph, n, Ybar, labeled):
+        """``((n_neighbors, p), graph, graph_selection_)``: the setting of
+        :func:`~._graph_seam.graph_settings` whose graph transduction errs least on held-out
+        labels (:mod:`._sparse_graph`), at each ``gamma_I`` above 0 the fit may use, its
+        graph and the candidates. The neighbours of every setting come from one search for
+        the most of them. One setting, ``gamma_I = 0`` (no graph term to choose for) or fewer
+        than 5 labeled rows in a class (then with a warning): the first setting, unscored."""
+        settings = graph_settings(self, n, graph)
+        gammas = (AUTO_GAMMA_I[1:] if self.gamma_I == "auto"
+                  else (float(self.gamma_I),) if float(self.gamma_I) > 0 else ())
+        truth = truth_of(Ybar[labeled])
+        if len(settings) > 1 and gammas and not enough_labels(truth):
+            warn_unchecked(self, "the graph (n_neighbors, p)")
+        if len(settings) == 1 or not gammas or not enough_labels(truth):
+            settings = settings[:1]
+        if graph is not None:
+            graphs = {None: graph}
+        else:
+            graphs = estimator_graphs(self, blocks, sorted({k for k, _ in settings}))
+        if len(settings) == 1:
+            k, q = settings[0]
+            return (k, q), graphs[k], []
+        candidates, outputs = [], []
+        with selecting():
+            for k, q in settings:
+                g_k = graphs[k]
+                diag = graph_diagnostics(g_k)
+                M = self._regularizer(g_k, q, n, scoring=True)
+                unit = graph_term_weight_on(self, g_k, 1.0)
+                for gamma in gammas:
+                    # the f-system's weight is l gamma_I_eff (see _solve)
+                    def fsolve(fidelity, B, M=M, q=q, g_k=g_k, w=truth.size * gamma * unit):
+                        return self._fsystem(dict(M=M, graph=g_k, p=q), fidelity, w).solve(B)
+                    candidates.append({"n_neighbors": k, "p": q, "gamma_I": float(gamma)})
+                    outputs.append(held_out_transduction(fsolve, Ybar, labeled, truth, diag))
+        best, selection = choose_graph(candidates, outputs, Ybar[labeled], truth)
+        k, q = candidates[best]["n_neighbors"], candidates[best]["p"]
+        return (k, q), graphs[k], selection
+
+    def _regularizer(self, graph, p, n, *, scoring=False):
+        """``M = L^p`` as the f-systems take it. With ``solver="graph"`` the graph stays on
+        the workers (:class:`~dask_ssl.solvers.sparse.WorkerRegularizer`; for ``scoring``,
+        graph solves with no regularizer set up, None); beyond ``DENSE_MAX_ROWS`` rows (but
+        for ``"decoupled"`` with ``p = 1``) ``L`` and its power applied as products, never
+        formed or factored; ``L^p`` as a sparse matrix otherwise."""
+        if self.solver == "graph":
+            return None if scoring else solve.WorkerRegularizer(
+                graph, normalized=self.normalized, p=p)
+        if n > solve.DENSE_MAX_ROWS and (p > 1 or self.method != "decoupled"):
+            # L^p of a kNN graph fills in (dense from p = 3 on text), and so does a sparse LU
+            # of L itself on a small-world graph: M is applied, never formed or factored.
+            # The decoupled system has no nu I to bound CG's condition number; with p = 1
+            # it keeps the LU (one solve a fit).
+            return LaplacianPower(laplacian_matrix(graph.to_scipy(), normalized=self.normalized,
+                                                   sparse=True), p)
+        return regularizer_matrix(graph, normalized=self.normalized, p=p, sparse=True)
 
     def _resolve_basis(self, problem, Ybar, labeled, unit) -> list:
         """With ``basis="auto"``: set ``problem``'s basis kind and size to the candidate
@@ -557,7 +618,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         """The solver of ``(g M + diag(fidelity)) F = B`` for ``solver``."""
         return solve.FSystem(problem["M"], fidelity, g,
                              graph=problem["graph"] if self.solver == "graph" else None,
-                             normalized=self.normalized, p=self.p, tol=self.tol)
+                             normalized=self.normalized, p=problem["p"], tol=self.tol)
 
     def _solve(self, problem, weight, Ybar, labeled, gamma_A=None, *, fixed=None,
                grow_only=False) -> dict:
@@ -587,10 +648,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         else:
             # graph transduction, rows of a component without labels held at 0 (as
             # GraphTransduction does), then the supervised fit to its scores
-            diag = problem["diag"]
-            has_label = np.bincount(diag.labels, weights=labeled,
-                                    minlength=diag.n_components) > 0
-            fidelity = np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
+            fidelity = transduction_fidelity(labeled, problem["diag"])
             F = self._fsystem(problem, fidelity, g).solve(Ybar)
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d, kind = None, problem["given"], problem["d"], problem["kind"]
@@ -655,7 +713,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     def _fitted_info(self) -> dict:
         return {**expansion_info(self), "n_basis_": int(self.n_basis_),
                 "gamma_S_": self.gamma_S_, "gamma_A_": float(self.gamma_A_),
-                "basis_selection_": self.basis_selection_}
+                "basis_selection_": self.basis_selection_,
+                "graph_selection_": self.graph_selection_}
 
     def _fitted_arrays(self) -> dict:
         self._fitted_info()  # refuses a callable kernel before anything is written
@@ -677,4 +736,6 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         self.gamma_S_ = doc["gamma_S_"]
         # models stored before basis="auto" existed chose no basis on the labels
         self.basis_selection_ = doc.get("basis_selection_", [])
+        # models stored before the graph was chosen fitted the one given
+        self.graph_selection_ = doc.get("graph_selection_", [])
         self.graph_scores_ = None

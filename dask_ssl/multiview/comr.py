@@ -48,14 +48,14 @@ from ..linalg.blas import single_blas_thread
 from ..models._clone import SharesClient
 from ..models._constraints import AUTO, COUNT, NON_NEGATIVE, SHARED, constraints, validate
 from ..models._graph_kernel import graph_regularizer
-from ..models._graph_seam import check_graph_combination, clip_n_neighbors
+from ..models._graph_seam import check_graph_combination, graph_settings
 from ..models._graph_weight import SEED_GAMMA_I, truth_of
 from ..models._input import Labels, encode_labels
 from ..models._rbf_width import default_rbf_gamma
 from ..models._selection import choose, enough_labels, table, warn_unchecked
 from ..models._selection_cost import measured_fit, selecting
 from ..models.graph_transduction import _class_shares
-from ..models.manifold import AUTO_GAMMA_I, AUTO_GRAPHS, _loo_outputs
+from ..models.manifold import AUTO_GAMMA_I, _loo_outputs
 from ..solvers.dense import DenseSolution, laprls_direct
 from . import _serving
 from ._balance import balance_offsets
@@ -175,7 +175,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
     p : int or "auto", default "auto"
         Rosenberg's p, the power of the Laplacian in ``M^intr``. With ``"auto"`` for
         ``n_neighbors`` and / or ``p`` the graph settings are LapRLS's candidates
-        (``AUTO_GRAPHS`` of :mod:`dask_ssl.models.manifold`, ((10, 1), (50, 5)) when both are
+        (``AUTO_GRAPHS`` of :mod:`dask_ssl.models._graph_seam`, ((10, 1), (50, 5)) when both are
         "auto": Rosenberg's nn = 10, p = 1 and a wider, smoother graph), chosen with
         ``gamma_I`` on the labeled rows (see ``gamma_I``); a graph given to ``fit`` fixes the
         neighbours, so only ``p`` can vary. The choice is in ``n_neighbors_`` and ``p_``. A
@@ -324,7 +324,7 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=kparams)
         labeled = labels.labeled
         Y = labels.columns()
-        settings = self._graph_settings(n, graph)
+        settings = graph_settings(self, n, graph)
         if self.gamma_C == 0:
             settings = settings[:1]  # no graph term at all: the supervised RLS on any graph
         regularizers = [graph_regularizer(self, X, graph, n_neighbors=k, p=q)
@@ -358,26 +358,6 @@ class CoMR(SharesClient, ClassifierMixin, BaseEstimator):
         self.transduction_ = self._labels_from_scores(self._scores(F + self.intercept_))
         self.fit_seconds_ = time.perf_counter() - t0
         return self
-
-    def _graph_settings(self, n_rows: int, graph) -> list:
-        """``(n_neighbors, p)`` settings to fit, as :class:`~dask_ssl.models.LapRLS` takes
-        them: several only when one of them is "auto" (``AUTO_GRAPHS``, or the one given
-        crossed with the other's candidates); a given graph fixes the neighbours (None), so
-        only ``p`` can vary. A given ``n_neighbors`` above ``n_rows - 1`` is clipped with a
-        warning, the "auto" candidates quietly."""
-        if self.n_neighbors == "auto" and self.p == "auto":
-            pairs = list(AUTO_GRAPHS)
-        else:
-            ks = ([k for k, _ in AUTO_GRAPHS] if self.n_neighbors == "auto" else
-                  [self.n_neighbors if graph is not None
-                   else clip_n_neighbors(self.n_neighbors, n_rows)])
-            ps = [q for _, q in AUTO_GRAPHS] if self.p == "auto" else [self.p]
-            pairs = [(k, q) for k in ks for q in ps]
-        if graph is not None:
-            pairs = [(None, q) for _, q in pairs]
-        else:
-            pairs = [(int(min(k, n_rows - 1)), q) for k, q in pairs]
-        return list(dict.fromkeys(pairs))
 
     def _solve(self, K, regularizers, Y, labeled, settings):
         """``(solution, j, gamma_I, gamma_I_eff, unchecked)``: the graph setting ``j`` (of
