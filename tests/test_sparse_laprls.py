@@ -705,11 +705,12 @@ def test_auto_basis_is_stored_and_warns_with_too_few_labels(client, tmp_path):
 def test_held_out_transduction_equals_refits_without_each_fold(client):
     # every fold refitted by a dense solve: its labels hidden (fidelity 0 unless the row's
     # component then holds no label), its rows scored; a component without labels is held
-    # at 0 rather than left singular
+    # at 0 rather than left singular. The driver's factors and the workers' block CG (a
+    # graph beyond DENSE_MAX_ROWS) give those outputs.
     from dask_ssl.graph.diagnostics import graph_diagnostics
     from dask_ssl.models._graph_weight import truth_of
     from dask_ssl.models._selection import CV_FOLDS, fold_of
-    from dask_ssl.models._sparse_graph import held_out_transduction
+    from dask_ssl.models._sparse_graph import driver_solve, held_out_transduction
 
     X, y, W, _ = small_problem(client, n=60, n_labeled=16, n_classes=3)
     W = sp.csr_matrix(sp.block_diag([W, sp.csr_matrix([[0.0, 1.0], [1.0, 0.0]])]))
@@ -718,23 +719,34 @@ def test_held_out_transduction_equals_refits_without_each_fold(client):
     labeled = y >= 0
     Ybar = np.column_stack([np.where(~labeled, 0.0, np.where(y == c, 1.0, -1.0))
                             for c in range(3)])
-    M = laplacian_matrix(W, normalized=True)
-    g = 0.7
     truth = truth_of(Ybar[labeled])
-
-    def dense(fidelity, B):
-        return np.linalg.solve(g * M + np.diag(fidelity), B)
-
-    out = held_out_transduction(dense, Ybar, labeled, truth, graph_diagnostics(graph))
+    weights = [0.7, 30.0]
     L = np.flatnonzero(labeled)
     fold = fold_of(truth, CV_FOLDS)
-    for f in range(CV_FOLDS):
-        train = labeled.copy()
-        train[L[fold == f]] = False
-        fidelity = train.astype(float)
-        fidelity[60:] = 1.0   # the two-row component holds no label
-        F = np.linalg.solve(g * M + np.diag(fidelity), Ybar * train[:, None])
-        np.testing.assert_allclose(out[fold == f], F[L[fold == f]], rtol=1e-10, atol=1e-12)
+    expected = []
+    for p in (1, 2):
+        M = np.linalg.matrix_power(laplacian_matrix(W, normalized=True), p)
+        for g in weights:
+            out = np.empty((L.size, 3))
+            for f in range(CV_FOLDS):
+                train = labeled.copy()
+                train[L[fold == f]] = False
+                fidelity = train.astype(float)
+                fidelity[60:] = 1.0   # the two-row component holds no label
+                F = np.linalg.solve(g * M + np.diag(fidelity), Ybar * train[:, None])
+                out[fold == f] = F[L[fold == f]]
+            expected.append(out)
+    diag = graph_diagnostics(graph)
+    M = laplacian_matrix(W, normalized=True)
+    on_driver = held_out_transduction(driver_solve(lambda a, g: solve.FSystem(M, a, g)), Ybar,
+                                      labeled, truth, diag, weights)
+    for got, want in zip(on_driver, expected[:2]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    est = SparseLapRLS(solver="graph")
+    on_workers = held_out_transduction(est._scoring_solve(graph, 2, 62), Ybar, labeled, truth,
+                                       diag, weights)
+    for got, want in zip(on_workers, expected[2:]):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
 
 
 def test_auto_graph_is_where_graph_transduction_errs_least_and_is_the_graph_fitted(client):

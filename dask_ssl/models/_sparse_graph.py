@@ -31,20 +31,55 @@ def transduction_fidelity(labeled, diag) -> np.ndarray:
     return np.where(labeled | ~has_label[diag.labels], 1.0, 0.0)
 
 
-def held_out_transduction(solve, Ybar, labeled, truth, diag) -> np.ndarray:
-    """Held-out graph transduction outputs on the labeled rows, shape ``(l, n_columns)``.
+def held_out_transduction(solve, Ybar, labeled, truth, diag, weights) -> list:
+    """Held-out graph transduction outputs on the labeled rows, one ``(l, n_columns)`` array
+    per graph-term weight ``g`` of ``weights``.
 
-    ``solve(fidelity, B)`` returns ``F`` of ``(g M + diag(fidelity)) F = B``; ``Ybar`` holds
-    the +1/-1 targets (0 on unlabeled rows), ``truth`` the labeled rows' class codes."""
+    Every (weight, fold, class column) system ``(g M + diag(a)) F = B`` is a column of one
+    call ``solve(g, A, B, A_full)``, with ``g`` per column, ``A`` the columns' fidelities and
+    ``A_full`` those of the fit on every label (what a preconditioner may factor, as in
+    :mod:`._transduction_selection`). ``Ybar`` holds the +1/-1 targets (0 on unlabeled
+    rows), ``truth`` the labeled rows' class codes."""
     L = np.flatnonzero(labeled)
     fold = fold_of(truth, min(CV_FOLDS, L.size))
-    out = np.empty((L.size, Ybar.shape[1]))
-    for f in range(int(fold.max()) + 1):
+    k, c = int(fold.max()) + 1, Ybar.shape[1]
+    full = transduction_fidelity(labeled, diag)
+    trains = []
+    for f in range(k):
         train = labeled.copy()
         train[L[fold == f]] = False
-        F = solve(transduction_fidelity(train, diag), Ybar * train[:, None])
-        out[fold == f] = F[L[fold == f]]
-    return out
+        trains.append(train)
+    fidelities = [transduction_fidelity(train, diag) for train in trains]
+    g = np.repeat(np.asarray(weights, dtype=float), k * c)
+    A = np.column_stack([a for _ in weights for a in fidelities for _ in range(c)])
+    B = np.hstack([Ybar * train[:, None] for _ in weights for train in trains])
+    F = solve(g, A, B, np.repeat(full[:, None], A.shape[1], axis=1))
+    outputs = []
+    for j in range(len(weights)):
+        out = np.empty((L.size, c))
+        for f in range(k):
+            at = (j * k + f) * c
+            out[fold == f] = F[L[fold == f], at:at + c]
+        outputs.append(out)
+    return outputs
+
+
+def driver_solve(fsystem):
+    """``solve`` of :func:`held_out_transduction` by factored systems on the driver, one per
+    run of columns sharing their weight and fidelities; ``fsystem(a, g)`` returns the
+    :class:`~dask_ssl.solvers.sparse.FSystem` of ``(g M + diag(a))``."""
+    def solve(g, A, B, _):
+        F = np.empty_like(B)
+        start = 0
+        while start < B.shape[1]:
+            stop = start + 1
+            while (stop < B.shape[1] and g[stop] == g[start]
+                   and np.array_equal(A[:, stop], A[:, start])):
+                stop += 1
+            F[:, start:stop] = fsystem(A[:, start], g[start]).solve(B[:, start:stop])
+            start = stop
+        return F
+    return solve
 
 
 def choose_graph(candidates: list, outputs: list, YL, truth) -> tuple[int, list]:

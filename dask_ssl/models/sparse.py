@@ -42,6 +42,7 @@ from ..kernels.nystrom import NystromFeatures
 from ..linalg.blas import blas_for_rows
 from ..linalg import RowBlocks
 from ..solvers import sparse as solve
+from ..solvers.graph import solve_graph_system
 from ..solvers.greedy_state import BlockColumns, BlockState
 from ..solvers.laplacian_power import LaplacianPower
 from ._clone import SharesClient
@@ -58,7 +59,9 @@ from ._selection import (CV_FOLDS, MIN_PER_CLASS, SelectionWarning, choose, enou
                          fold_of, table, warn_unchecked)
 from ._selection_cost import measured_fit, selecting
 from ._basis_selection import choose_basis
-from ._sparse_graph import choose_graph, held_out_transduction, transduction_fidelity
+from ._sparse_graph import (choose_graph, driver_solve, held_out_transduction,
+                            transduction_fidelity)
+from ._transduction_selection import CV_FILL_BUDGET, CV_TOL
 from ._sparse_selection import AUTO_GAMMA_A, PILOT_GAMMA_A, select_on_basis
 from .manifold import (AUTO_GAMMA_I, _squeeze, expansion_info, expansion_scores,
                        restore_expansion_info)
@@ -480,32 +483,41 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         if len(settings) == 1:
             k, q = settings[0]
             return (k, q), graphs[k], []
+        l = truth.size
         candidates, outputs = [], []
         with selecting():
             for k, q in settings:
                 g_k = graphs[k]
-                diag = graph_diagnostics(g_k)
-                M = self._regularizer(g_k, q, n, scoring=True)
-                unit = graph_term_weight_on(self, g_k, 1.0)
-                for gamma in gammas:
-                    # the f-system's weight is l gamma_I_eff (see _solve)
-                    def fsolve(fidelity, B, M=M, q=q, g_k=g_k, w=truth.size * gamma * unit):
-                        return self._fsystem(dict(M=M, graph=g_k, p=q), fidelity, w).solve(B)
-                    candidates.append({"n_neighbors": k, "p": q, "gamma_I": float(gamma)})
-                    outputs.append(held_out_transduction(fsolve, Ybar, labeled, truth, diag))
+                weights = [l * gamma * graph_term_weight_on(self, g_k, 1.0) for gamma in gammas]
+                outputs += held_out_transduction(self._scoring_solve(g_k, q, n), Ybar, labeled,
+                                                 truth, graph_diagnostics(g_k), weights)
+                candidates += [{"n_neighbors": k, "p": q, "gamma_I": float(gamma)}
+                               for gamma in gammas]
         best, selection = choose_graph(candidates, outputs, Ybar[labeled], truth)
         k, q = candidates[best]["n_neighbors"], candidates[best]["p"]
         return (k, q), graphs[k], selection
 
-    def _regularizer(self, graph, p, n, *, scoring=False):
+    def _scoring_solve(self, graph, p, n):
+        """The many-column solve of :func:`~._sparse_graph.held_out_transduction` on ``graph``
+        with ``M = L^p``: up to ``DENSE_MAX_ROWS`` rows with the direct solver, dense
+        factors on the driver; otherwise GraphTransduction's block CG on the workers, every
+        column at once (its selection's tolerance and preconditioner fill), where the graph
+        stays: a sparse LU per (weight, fold) of a text graph is nearly dense."""
+        if self.solver == "direct" and n <= solve.DENSE_MAX_ROWS:
+            M = regularizer_matrix(graph, normalized=self.normalized, p=p, sparse=True)
+            return driver_solve(lambda a, g: solve.FSystem(M, a, g))
+        return lambda g, A, B, A_full: solve_graph_system(
+            graph, A, B, gamma_I=g, normalized=self.normalized, p=p, tol=CV_TOL,
+            a_precond=A_full, fill_budget=CV_FILL_BUDGET).F
+
+    def _regularizer(self, graph, p, n):
         """``M = L^p`` as the f-systems take it. With ``solver="graph"`` the graph stays on
-        the workers (:class:`~dask_ssl.solvers.sparse.WorkerRegularizer`; for ``scoring``,
-        graph solves with no regularizer set up, None); beyond ``DENSE_MAX_ROWS`` rows (but
-        for ``"decoupled"`` with ``p = 1``) ``L`` and its power applied as products, never
-        formed or factored; ``L^p`` as a sparse matrix otherwise."""
+        the workers (:class:`~dask_ssl.solvers.sparse.WorkerRegularizer`); beyond
+        ``DENSE_MAX_ROWS`` rows (but for ``"decoupled"`` with ``p = 1``) ``L`` and its power
+        applied as products, never formed or factored; ``L^p`` as a sparse matrix
+        otherwise."""
         if self.solver == "graph":
-            return None if scoring else solve.WorkerRegularizer(
-                graph, normalized=self.normalized, p=p)
+            return solve.WorkerRegularizer(graph, normalized=self.normalized, p=p)
         if n > solve.DENSE_MAX_ROWS and (p > 1 or self.method != "decoupled"):
             # L^p of a kNN graph fills in (dense from p = 3 on text), and so does a sparse LU
             # of L itself on a small-world graph: M is applied, never formed or factored.
