@@ -567,14 +567,14 @@ def test_auto_keeps_the_supervised_fit_where_labels_ignore_the_clusters(client, 
     assert est.selection_cost_["seconds"] > 0
 
 
-@pytest.mark.parametrize("method", ["laprls", "slack"])
+@pytest.mark.parametrize("method", ["laprls", "slack", "decoupled"])
 def test_auto_on_two_moons_with_five_labels_a_class(client, method):
     # LapRLS's own check (tests/test_manifold_selection.py) at a twentieth of the rows
     X, y = two_moons(n=1000, noise=0.1, seed=0)
     y = (y > 0).astype(int)
     train = labels_per_class(y, 5, seed=1)
-    est = SparseLapRLS(method=method, gamma_A="auto", n_basis=0.05, random_state=0,
-                       client=client).fit(X, train)
+    est = SparseLapRLS(method=method, gamma_A="auto" if method != "decoupled" else 1e-6,
+                       n_basis=0.05, random_state=0, client=client).fit(X, train)
     assert est.gamma_I_ > 0 and est.n_basis_ == 50
     hidden = train == -1
     assert np.mean(est.transduction_[hidden] != y[hidden]) <= 0.01
@@ -801,3 +801,43 @@ def test_auto_graph_is_not_scored_without_a_graph_term_or_with_too_few_labels(cl
     back = load_model(tmp_path / "m")
     assert back.graph_selection_ == []
     np.testing.assert_allclose(back.decision_function(X), est.decision_function(X))
+
+
+def test_decoupled_auto_scores_zero_as_the_supervised_fit_and_keeps_it_on_noise(client):
+    # the gamma_I = 0 candidate's held-out outputs are those of the decoupled method's own
+    # supervised fit (a basis holding the labeled rows) refitted on each fold's labels
+    from dask_ssl.models._graph_weight import truth_of
+    from dask_ssl.models._selection import CV_FOLDS, fold_of
+    from dask_ssl.models._sparse_graph import held_out_rls
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((200, 5))
+    truth = (X @ rng.standard_normal(5) > 0).astype(int)
+    y = np.full(200, -1)
+    y[:40] = truth[:40]
+    Yl = np.where(truth[:40] == 1, 1.0, -1.0)[:, None]
+    fold = fold_of(truth_of(Yl), CV_FOLDS)
+    K = rbf_kernel(X[:40], gamma=KP["gamma"])
+    out = held_out_rls(K, Yl, fold, 1e-3)
+    for f in range(CV_FOLDS):
+        yf = y.copy()
+        yf[np.flatnonzero(fold == f)] = -1
+        sup = SparseLapRLS(method="decoupled", gamma_I=0.0, gamma_A=1e-3, n_basis=40,
+                           kernel_params=KP, client=client).fit(X, yf)
+        np.testing.assert_allclose(out[fold == f, 0],
+                                   sup.decision_function(X[:40][fold == f]), rtol=1e-7,
+                                   atol=1e-9)
+    # a random linear label over isotropic noise and a linear kernel (as LapRLS's own check:
+    # with an RBF kernel at gamma_A = 1e-6 kernel RLS nearly interpolates and a graph term
+    # rightly wins as a smoother): the supervised candidate stays, and the fit is it
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 10))
+    y = labels_per_class((X @ rng.normal(size=10) > 0).astype(int), 40, seed=4)
+    kw = dict(method="decoupled", kernel="linear", n_basis=80, client=client)
+    est = SparseLapRLS(random_state=0, **kw).fit(X, y)
+    assert est.gamma_I_ == 0.0 and est.selection_[0]["chosen"]
+    assert {r["criterion"] for r in est.selection_} == {"cv"}
+    sup = SparseLapRLS(gamma_I=0.0, **kw).fit(X, y)
+    np.testing.assert_allclose(est.decision_function(X), sup.decision_function(X),
+                               rtol=1e-8, atol=1e-10)

@@ -19,6 +19,7 @@ GraphTransduction holds them; otherwise the system on that component is singular
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from ._graph_weight import truth_of
 from ._selection import CV_FOLDS, fold_of
@@ -95,3 +96,16 @@ def choose_graph(candidates: list, outputs: list, YL, truth) -> tuple[int, list]
              "squared": squared[j], "criterion": "cv", "chosen": j == best}
             for j, c in enumerate(candidates)]
     return best, rows
+
+
+def held_out_rls(KLL, YL, fold, gamma_A: float) -> np.ndarray:
+    """Held-out outputs of kernel RLS on the labeled rows by ``fold``: in fold ``f``,
+    ``beta = (K_TT + l_T gamma_A I)^-1 Y_T`` on the other folds' rows ``T`` (LapRLS's units,
+    the supervised fit at ``gamma_I = 0`` whose basis holds those rows), scored on the fold's
+    rows. ``KLL``: the labeled rows' kernel matrix; ``YL``: their +1/-1 targets."""
+    out = np.empty_like(YL, dtype=float)
+    for f in range(int(fold.max()) + 1):
+        held, T = fold == f, fold != f
+        A = KLL[np.ix_(T, T)] + T.sum() * gamma_A * np.eye(int(T.sum()))
+        out[held] = KLL[np.ix_(held, T)] @ scipy.linalg.solve(A, YL[T], assume_a="pos")
+    return out

@@ -59,7 +59,7 @@ from ._selection import (CV_FOLDS, MIN_PER_CLASS, SelectionWarning, choose, enou
                          fold_of, table, warn_unchecked)
 from ._selection_cost import measured_fit, selecting
 from ._basis_selection import choose_basis
-from ._sparse_graph import (choose_graph, driver_solve, held_out_transduction,
+from ._sparse_graph import (choose_graph, driver_solve, held_out_rls, held_out_transduction,
                             transduction_fidelity)
 from ._transduction_selection import CV_FILL_BUDGET, CV_TOL
 from ._sparse_selection import AUTO_GAMMA_A, PILOT_GAMMA_A, select_on_basis
@@ -401,7 +401,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         labeled = labels.labeled
         l = int(labeled.sum())
         Ybar = labels.columns()
-        (k, p), graph, graph_selection = self._choose_graph(blocks, graph, n, Ybar, labeled)
+        (k, p), graph, graph_selection, held_out = self._choose_graph(blocks, graph, n, Ybar,
+                                                                       labeled)
         diag = graph_diagnostics(graph)
         warn_graph(diag, labeled)
         unit = graph_term_weight_on(self, graph, 1.0)   # gamma_I_eff is linear in gamma_I
@@ -422,7 +423,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                         problem, Ybar, labeled, unit)
                 else:
                     gamma_A = float(self.gamma_A)
-                    gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
+                    gamma_I, selection = self._gamma_I(
+                        problem, Ybar, labeled, unit,
+                        held_out if self.method == "decoupled" else None)
                     out = self._solve(problem, gamma_I * unit, Ybar, labeled)
         finally:
             if self.solver == "graph":
@@ -462,27 +465,30 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         return self
 
     def _choose_graph(self, blocks, graph, n, Ybar, labeled):
-        """``((n_neighbors, p), graph, graph_selection_)``: the setting of
+        """``((n_neighbors, p), graph, graph_selection_, held_out)``: the setting of
         :func:`~._graph_seam.graph_settings` whose graph transduction errs least on held-out
         labels (:mod:`._sparse_graph`), at each ``gamma_I`` above 0 the fit may use, its
-        graph and the candidates. The neighbours of every setting come from one search for
-        the most of them. One setting, ``gamma_I = 0`` (no graph term to choose for) or fewer
-        than 5 labeled rows in a class (then with a warning): the first setting, unscored."""
+        graph, the candidates, and on that graph the held-out transduction outputs per
+        ``gamma_I`` (None where nothing was scored; ``"decoupled"`` with ``gamma_I="auto"``
+        chooses its weight from them). The neighbours of every setting come from one search
+        for the most of them. ``gamma_I = 0`` (no graph term to choose for) or fewer than 5
+        labeled rows in a class (then with a warning): the first setting, unscored."""
         settings = graph_settings(self, n, graph)
         gammas = (AUTO_GAMMA_I[1:] if self.gamma_I == "auto"
                   else (float(self.gamma_I),) if float(self.gamma_I) > 0 else ())
         truth = truth_of(Ybar[labeled])
         if len(settings) > 1 and gammas and not enough_labels(truth):
             warn_unchecked(self, "the graph (n_neighbors, p)")
-        if len(settings) == 1 or not gammas or not enough_labels(truth):
+        if not gammas or not enough_labels(truth):
             settings = settings[:1]
         if graph is not None:
             graphs = {None: graph}
         else:
             graphs = estimator_graphs(self, blocks, sorted({k for k, _ in settings}))
-        if len(settings) == 1:
+        if len(settings) == 1 and not (self.method == "decoupled" and self.gamma_I == "auto"
+                                       and gammas and enough_labels(truth)):
             k, q = settings[0]
-            return (k, q), graphs[k], []
+            return (k, q), graphs[k], [], None
         l = truth.size
         candidates, outputs = [], []
         with selecting():
@@ -495,7 +501,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                                for gamma in gammas]
         best, selection = choose_graph(candidates, outputs, Ybar[labeled], truth)
         k, q = candidates[best]["n_neighbors"], candidates[best]["p"]
-        return (k, q), graphs[k], selection
+        held_out = {c["gamma_I"]: out for c, out in zip(candidates, outputs)
+                    if (c["n_neighbors"], c["p"]) == (k, q)}
+        return (k, q), graphs[k], selection if len(settings) > 1 else [], held_out
 
     def _scoring_solve(self, graph, p, n):
         """The many-column solve of :func:`~._sparse_graph.held_out_transduction` on ``graph``
@@ -558,13 +566,17 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         problem["kind"], problem["d"] = kind, size
         return selection
 
-    def _gamma_I(self, problem, Ybar, labeled, unit):
+    def _gamma_I(self, problem, Ybar, labeled, unit, held_out=None):
         """``(gamma_I, selection_)`` of ``method="decoupled"`` / ``"sigmoid"``: the given
-        value, or with ``"auto"`` the choice among
-        :data:`AUTO_GAMMA_I` (0, the supervised model, first) by :data:`CV_FOLDS`-fold
-        cross-validation on the labeled rows (the basis chosen again in every fold; a fold's
-        held-out rows stay in the graph, unlabeled) and the rule of :mod:`._selection`; with
-        fewer than 5 labeled rows in a class the seeds' 1e4, with a warning."""
+        value, or with ``"auto"`` the choice among :data:`AUTO_GAMMA_I` (0, the supervised
+        model, first) by :data:`CV_FOLDS`-fold cross-validation on the labeled rows and the
+        rule of :mod:`._selection`; with fewer than 5 labeled rows in a class the seeds' 1e4,
+        with a warning. The decoupled method's candidates are scored by what the sparse fit
+        then follows: graph transduction's held-out outputs (``held_out``, per ``gamma_I``,
+        from the graph's choice) and, for 0, kernel RLS on the fold's labels
+        (:func:`~._sparse_graph.held_out_rls`, the supervised fit on a basis holding the
+        labeled rows). The sigmoid method's are refitted whole in every fold, basis
+        included; a fold's held-out rows stay in the graph, unlabeled."""
         if self.gamma_I != "auto":
             return float(self.gamma_I), []
         L = np.flatnonzero(labeled)
@@ -574,17 +586,22 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             warn_unchecked(self, "gamma_I")
             return SEED_GAMMA_I, []
         fold = fold_of(truth, min(CV_FOLDS, L.size))
-        outputs = []
-        with selecting():
-            for gamma in AUTO_GAMMA_I:
-                held_out = np.empty_like(YL)
-                for f in range(int(fold.max()) + 1):
-                    train = labeled.copy()
-                    train[L[fold == f]] = False
-                    out = self._solve(problem, gamma * unit, Ybar * train[:, None], train)
-                    fit = out["fit"]
-                    held_out[fold == f] = fit.KNJ[L[fold == f]] @ out["beta"]
-                outputs.append(held_out)
+        if held_out is not None:
+            with selecting():
+                outputs = [held_out_rls(problem["columns"](L)[L], YL, fold,
+                                        float(self.gamma_A))]
+            outputs += [held_out[g] for g in AUTO_GAMMA_I[1:]]
+        else:
+            outputs = []
+            with selecting():
+                for gamma in AUTO_GAMMA_I:
+                    out = np.empty_like(YL)
+                    for f in range(int(fold.max()) + 1):
+                        train = labeled.copy()
+                        train[L[fold == f]] = False
+                        fit = self._solve(problem, gamma * unit, Ybar * train[:, None], train)
+                        out[fold == f] = fit["fit"].KNJ[L[fold == f]] @ fit["beta"]
+                    outputs.append(out)
         wrong = np.array([truth_of(out) != truth for out in outputs])
         squared = np.array([np.sum((YL - out) ** 2, axis=1) for out in outputs])
         best = choose(wrong, squared, supervised=0)
