@@ -120,7 +120,7 @@ def bench(name, X, truth, n_labels, draws, fraction, client):
     t0 = time.perf_counter()
     full = []
     for k, p in AUTO_GRAPHS:
-        graph = SparseLapRLS(n_basis=d, n_neighbors=k, method="laprls", client=client).fit(
+        graph = SparseLapRLS(n_basis=d, n_neighbors=k, p=p, method="laprls", client=client).fit(
             X[train], y0).graph_
         kw = dict(n_neighbors=k, p=p, client=client)
         best = run_grid(lambda s, i, kw=kw: LapRLS(gamma_A=s[0], gamma_I=s[1], **kw),

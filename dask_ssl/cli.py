@@ -128,8 +128,8 @@ def sparse_flags(parser) -> None:
                                         "default: greedy, checked on the labels against its "
                                         "prefixes and a random basis), greedy, random, lasso, "
                                         "lars")
-    parser.add_argument("--method", help="sparselaprls: the objective on the basis: slack (the "
-                                         "default), laprls, decoupled, sigmoid")
+    parser.add_argument("--method", help="sparselaprls: the objective on the basis: decoupled "
+                                         "(the default), slack, laprls, sigmoid")
     parser.add_argument("--nu", type=float, help="sparselaprls: the slack coupling nu")
     parser.add_argument("--rho", type=float, help="sparselaprls --method sigmoid: the sigmoid's "
                                                   "slope rho")

@@ -120,6 +120,8 @@ OVERRIDES = {
     ("BranchAndBoundS3VM", "loss"): "the losses of thesis ch. 3",
     ("SparseLapRLS", "solver"): "f-systems by a sparse LU on the driver or block CG on the workers",
     ("SparseLapRLS", "gamma_A"): "'auto' selects it with gamma_I by leave-one-out (laprls, slack)",
+    ("SparseLapRLS", "n_neighbors"): "'auto' selects (k, p) by graph transduction's CV error",
+    ("SparseLapRLS", "p"): "'auto' selects (k, p) by graph transduction's CV error",
     ("SparseEigenfunctionClassifier", "n_components"): "None: the exact eigenvectors of K",
     ("SparseEigenfunctionClassifier", "gamma_S"): "'auto' chosen against kernel RLS",
 }

@@ -154,13 +154,17 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         least-squares form of R; O(n^3), small data) first holds ``d`` functions, refitted
         without the l1 term; the path's ``gamma_S`` (thesis units) is kept in ``gamma_S_``.
         An array: those rows.
-    method : {"laprls", "slack", "decoupled", "sigmoid"}, default "slack"
-        The objective (see the module docstring). With ``"slack"`` the greedy scores are
-        those of the slack objective with ``f`` minimized out exactly (the candidate's
-        coefficient and ``f`` jointly optimal, ``beta_J`` fixed): the thesis' GREEDY+SLACK
-        scores a candidate after a few CG iterations on ``f`` instead. ``"sigmoid"`` finds
-        a greedy or l1 basis on restricted LapRLS's objective (Eq 5.5 is not a quadratic to
-        score candidates on), then minimizes Eq 5.5 on it.
+    method : {"laprls", "slack", "decoupled", "sigmoid"}, default "decoupled"
+        The objective (see the module docstring). The default, the decoupled method, lets
+        the basis follow graph transduction's scores, which already carry the graph's
+        effect, where the slack and restricted methods spend the basis on the graph term
+        itself (the README compares them on the same labels); its ``gamma_I`` is chosen
+        without growing a basis per candidate. With ``"slack"`` the greedy scores are those
+        of the slack objective with ``f`` minimized out exactly (the candidate's coefficient
+        and ``f`` jointly optimal, ``beta_J`` fixed): the thesis' GREEDY+SLACK scores a
+        candidate after a few CG iterations on ``f`` instead. ``"sigmoid"`` finds a greedy
+        or l1 basis on restricted LapRLS's objective (Eq 5.5 is not a quadratic to score
+        candidates on), then minimizes Eq 5.5 on it.
     kappa : int, default 50
         kappa, candidates scored per greedy step.
     gamma_A : float or "auto", default 1e-6
@@ -189,8 +193,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         of the method on that basis (for the slack method, ``f`` refitted on every row too;
         :mod:`dask_ssl.models._sparse_selection`); the coefficients on that basis are then
         refitted at the chosen setting. With ``"decoupled"`` and ``"sigmoid"`` it is 4-fold
-        cross-validation on the labeled rows, refitting the whole method (basis included) in
-        each fold, the held-out rows staying in the graph unlabeled.
+        cross-validation on the labeled rows, the held-out rows staying in the graph
+        unlabeled: the decoupled method scores each weight by what its sparse fit then
+        follows, the graph transduction (the same columns that chose the graph), and 0 by
+        kernel RLS on the fold's labels (its supervised fit on a basis holding the labeled
+        rows), so a fold costs no basis; the sigmoid method refits the whole method (basis
+        included) in each fold.
     nu : float, default 1.0
         nu, the slack coupling (Eq 5.7): the weight of ``||f - K_NJ beta||^2`` relative to the
         labeled squared loss (``nu/2`` against ``1/2`` in the thesis' units). ``nu -> inf``
@@ -306,7 +314,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
     """
 
-    def __init__(self, *, n_basis=0.1, basis="auto", method="slack", kappa=50,
+    def __init__(self, *, n_basis=0.1, basis="auto", method="decoupled", kappa=50,
                  gamma_A=1e-6, gamma_I="auto", nu=1.0, rho=1.0, kernel="rbf",
                  kernel_params=None,
                  n_neighbors="auto", metric="euclidean", weights="heat", t=None,
