@@ -256,15 +256,20 @@ def test_graph_products_on_the_workers_match_the_driver(client):
         held.close()
 
 
-@pytest.mark.parametrize("solver", ["direct", "graph"])
-def test_decoupled_f_step_is_graph_transduction(client, solver):
+@pytest.mark.parametrize("solver, p, dense_max", [("direct", 1, None), ("graph", 1, None),
+                                                   ("direct", 2, 10)])
+def test_decoupled_f_step_is_graph_transduction(client, monkeypatch, solver, p, dense_max):
+    # beyond DENSE_MAX_ROWS with p > 1 the decoupled system (no nu I) goes to the workers'
+    # preconditioned solver, as solver="graph" sends it
+    if dense_max is not None:
+        monkeypatch.setattr(solve, "DENSE_MAX_ROWS", dense_max)
     X, y, graph = problem(client, n=60)
     gamma_I = 40.0
-    gt = GraphTransduction(gamma_I=gamma_I, prior=None, unlabeled_weight=0.0,
+    gt = GraphTransduction(gamma_I=gamma_I, prior=None, unlabeled_weight=0.0, p=p,
                            class_balance=None, partition=None, tol=1e-12,
                            client=client).fit(X, y, graph=graph)
     est = SparseLapRLS(method="decoupled", gamma_I=gamma_I, n_basis=12, kernel_params=KP,
-                       solver=solver, tol=1e-12, random_state=0).fit(X, y, graph=graph)
+                       solver=solver, p=p, tol=1e-12, random_state=0).fit(X, y, graph=graph)
     # GraphTransduction scores 0/1 one-hot columns; the +1/-1 target is their difference.
     # Both weigh the graph by l gamma_I_eff (the thesis' ch. 5 gamma_I).
     np.testing.assert_allclose(est.graph_scores_[:, 0], gt.scores_[:, 1] - gt.scores_[:, 0],
