@@ -686,17 +686,23 @@ def test_auto_basis_is_checked_on_labels_its_basis_never_saw(client):
     assert chosen is default or (chosen["errors"] < default["errors"] and chosen["passed"])
 
 
+def stored_before(est, field, tmp_path):
+    """``est`` stored: ``field`` round-trips through ``model.json``; then the model loaded
+    from a ``model.json`` without it, as one stored before ``field`` existed."""
+    save_model(est, tmp_path / "m")
+    assert getattr(load_model(tmp_path / "m"), field) == getattr(est, field)
+    doc = json.loads((tmp_path / "m" / "model.json").read_text())
+    del doc[field]
+    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
+    return load_model(tmp_path / "m")
+
+
 def test_auto_basis_is_stored_and_warns_with_too_few_labels(client, tmp_path):
     X, y, graph = problem(client, n=60, n_labeled=24)
     est = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
     assert len(est.basis_selection_) == 5
-    save_model(est, tmp_path / "m")
-    assert load_model(tmp_path / "m").basis_selection_ == est.basis_selection_
     # a model stored before basis="auto" existed loads with no basis selection
-    doc = json.loads((tmp_path / "m" / "model.json").read_text())
-    del doc["basis_selection_"]
-    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
-    assert load_model(tmp_path / "m").basis_selection_ == []
+    assert stored_before(est, "basis_selection_", tmp_path).basis_selection_ == []
     few = problem(client, n=60, n_labeled=4)[1]
     with pytest.warns(SelectionWarning, match="greedy basis is used unchecked"):
         lone = SparseLapRLS(n_basis=10, gamma_I=30.0, kernel_params=KP,
@@ -798,12 +804,7 @@ def test_auto_graph_is_not_scored_without_a_graph_term_or_with_too_few_labels(cl
     est = SparseLapRLS(method="decoupled", gamma_I=1e2, n_basis=12, kernel_params=KP,
                        client=client).fit(X, labels_per_class(truth, 6, seed=1))
     assert len(est.graph_selection_) == 2
-    save_model(est, tmp_path / "m")
-    assert load_model(tmp_path / "m").graph_selection_ == est.graph_selection_
-    doc = json.loads((tmp_path / "m" / "model.json").read_text())
-    del doc["graph_selection_"]
-    (tmp_path / "m" / "model.json").write_text(json.dumps(doc))
-    back = load_model(tmp_path / "m")
+    back = stored_before(est, "graph_selection_", tmp_path)
     assert back.graph_selection_ == []
     np.testing.assert_allclose(back.decision_function(X), est.decision_function(X))
 
