@@ -847,3 +847,19 @@ def test_decoupled_auto_scores_zero_as_the_supervised_fit_and_keeps_it_on_noise(
     sup = SparseLapRLS(gamma_I=0.0, **kw).fit(X, y)
     np.testing.assert_allclose(est.decision_function(X), sup.decision_function(X),
                                rtol=1e-8, atol=1e-10)
+
+
+def test_decoupled_solves_each_fold_transduction_once(client, monkeypatch):
+    # basis="auto" grows a greedy and a random basis per fold on the same labels: one f-step
+    # serves both, and the fit on every label one more
+    from dask_ssl.models._selection import CV_FOLDS
+
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    calls = []
+    solve_once = solve.FSystem.solve
+    monkeypatch.setattr(solve.FSystem, "solve",
+                        lambda self, B, X0=None: calls.append(B.shape) or solve_once(self, B, X0))
+    est = SparseLapRLS(method="decoupled", gamma_I=30.0, n_basis=10, kernel_params=KP, p=1,
+                       random_state=0).fit(X, y, graph=graph)
+    assert len(est.basis_selection_) == 5
+    assert len(calls) == CV_FOLDS + 1

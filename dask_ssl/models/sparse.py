@@ -23,6 +23,7 @@ The computations are in :mod:`dask_ssl.solvers.sparse`.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import warnings
 from numbers import Integral
@@ -663,6 +664,22 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                                     else None),
                              normalized=self.normalized, p=problem["p"], tol=self.tol)
 
+    def _transduction(self, problem, g, Ybar, labeled):
+        """The decoupled method's f-step ``(g M + I_L) F = Ybar`` (rows of a component
+        without labels held at 0, as GraphTransduction holds them), kept in ``problem`` for
+        the fit's other calls on the same labels (a fold's greedy and random basis share
+        one), an iterative solve started from the last ``F`` of the same ``g`` (a fold's
+        labels move it little)."""
+        solved = problem.setdefault("transductions", {})
+        key = (float(g), np.packbits(labeled).tobytes(),
+               hashlib.sha1(np.ascontiguousarray(Ybar).tobytes()).digest())
+        if key not in solved:
+            near = [F for (g2, *_), F in solved.items() if g2 == float(g)]
+            fidelity = transduction_fidelity(labeled, problem["diag"])
+            solved[key] = self._fsystem(problem, fidelity, g).solve(
+                Ybar, X0=near[-1] if near else None)
+        return solved[key]
+
     def _solve(self, problem, weight, Ybar, labeled, gamma_A=None, *, fixed=None,
                grow_only=False) -> dict:
         """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
@@ -691,8 +708,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         else:
             # graph transduction, rows of a component without labels held at 0 (as
             # GraphTransduction does), then the supervised fit to its scores
-            fidelity = transduction_fidelity(labeled, problem["diag"])
-            F = self._fsystem(problem, fidelity, g).solve(Ybar)
+            F = self._transduction(problem, g, Ybar, labeled)
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d, kind = None, problem["given"], problem["d"], problem["kind"]
         if kind == "greedy" and weight == 0 and l <= d:
