@@ -130,7 +130,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         The index set J. ``"auto"``: the greedy basis, checked by cross-validation on the
         labeled rows against its prefixes of a quarter, half and three quarters of ``d``
         functions and against a random basis of ``d`` (each fold's basis grown again without
-        that fold's labels, at the given ``gamma_A`` and ``gamma_I`` or the pilot ones;
+        that fold's labels, at the given ``gamma_A`` and ``gamma_I`` or the pilot ones; the
+        decoupled method's at its chosen ``gamma_I``;
         :mod:`dask_ssl.models._basis_selection`); the whole greedy basis is kept unless a
         candidate errs less beyond the noise (the shared rule of
         :mod:`dask_ssl.models._selection`), and the candidates are in ``basis_selection_``.
@@ -427,15 +428,22 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         # much (a 300-row fit with its selection: 40 s threaded under load, 1.5 s on one)
         try:
             with blas_for_rows(n, solve.DENSE_MAX_ROWS):
-                basis_selection = self._resolve_basis(problem, Ybar, labeled, unit)
-                if self.method in ON_BASIS and "auto" in (self.gamma_A, self.gamma_I):
+                if self.method == "decoupled":
+                    # its gamma_I is chosen without a basis, so the basis is checked at it
+                    # (none to check at 0: the labeled rows)
+                    gamma_A = float(self.gamma_A)
+                    gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit, held_out)
+                    basis_selection = self._resolve_basis(problem, Ybar, labeled, unit,
+                                                          gamma_I=gamma_I)
+                    out = self._solve(problem, gamma_I * unit, Ybar, labeled)
+                elif self.method in ON_BASIS and "auto" in (self.gamma_A, self.gamma_I):
+                    basis_selection = self._resolve_basis(problem, Ybar, labeled, unit)
                     gamma_A, gamma_I, selection, out = self._select_on_basis(
                         problem, Ybar, labeled, unit)
                 else:
+                    basis_selection = self._resolve_basis(problem, Ybar, labeled, unit)
                     gamma_A = float(self.gamma_A)
-                    gamma_I, selection = self._gamma_I(
-                        problem, Ybar, labeled, unit,
-                        held_out if self.method == "decoupled" else None)
+                    gamma_I, selection = self._gamma_I(problem, Ybar, labeled, unit)
                     out = self._solve(problem, gamma_I * unit, Ybar, labeled)
         finally:
             if isinstance(M, solve.WorkerRegularizer):
@@ -548,12 +556,12 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                                                    sparse=True), p)
         return regularizer_matrix(graph, normalized=self.normalized, p=p, sparse=True)
 
-    def _resolve_basis(self, problem, Ybar, labeled, unit) -> list:
+    def _resolve_basis(self, problem, Ybar, labeled, unit, gamma_I=None) -> list:
         """With ``basis="auto"``: set ``problem``'s basis kind and size to the candidate
         :func:`~._basis_selection.choose_basis` keeps, the basis regrown in every fold at the
         pilot setting (the given ``gamma_A`` and ``gamma_I``, else
-        :data:`~._sparse_selection.PILOT_GAMMA_A` and the seeds' ``gamma_I``); returns
-        ``basis_selection_``. With fewer than 5 labeled rows in a class: the greedy basis,
+        :data:`~._sparse_selection.PILOT_GAMMA_A` and the seeds' ``gamma_I``; ``gamma_I``,
+        where it is already chosen); returns ``basis_selection_``. With fewer than 5 labeled rows in a class: the greedy basis,
         with a warning. Any other ``basis``: as given, nothing selected."""
         if problem["kind"] != "auto":
             return []
@@ -565,7 +573,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                           stacklevel=4)
             return []
         gamma_A = PILOT_GAMMA_A if self.gamma_A == "auto" else float(self.gamma_A)
-        weight = (SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)) * unit
+        if gamma_I is None:
+            gamma_I = SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)
+        weight = gamma_I * unit
         if weight == 0 and labeled.sum() <= problem["d"]:
             return []   # the labeled rows are the basis (see _solve): nothing to check
 
