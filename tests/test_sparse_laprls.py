@@ -863,3 +863,13 @@ def test_decoupled_solves_each_fold_transduction_once(client, monkeypatch):
                        random_state=0).fit(X, y, graph=graph)
     assert len(est.basis_selection_) == 5
     assert len(calls) == CV_FOLDS + 1
+
+
+def test_auto_basis_without_the_graph_term_when_a_fold_holds_at_most_d_labels(client):
+    # 12 labels, d = 10: the basis is checked (more labels than functions), but a fold's
+    # training labels (9) fit in d, where a fit would take the labeled rows as its basis;
+    # the check grows and cuts the greedy basis there too
+    X, y, graph = problem(client, n=60, n_labeled=12)
+    est = SparseLapRLS(method="decoupled", gamma_I=0.0, n_basis=10, kernel_params=KP,
+                       random_state=0).fit(X, y, graph=graph)
+    assert len(est.basis_selection_) == 5 and est.n_basis_ <= 10

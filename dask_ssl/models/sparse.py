@@ -581,8 +581,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
 
         def grow(kind, train):
             problem["kind"] = kind
+            # a fold may hold no more labels than d where every label does
             return self._solve(problem, weight, Ybar * train[:, None], train,
-                               gamma_A=gamma_A, grow_only=True)["fit"]
+                               gamma_A=gamma_A, grow_only=True, greedy_only=True)["fit"]
 
         with selecting():
             (kind, size), selection = choose_basis(grow, labeled, Ybar, problem["d"])
@@ -691,7 +692,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         return solved[key]
 
     def _solve(self, problem, weight, Ybar, labeled, gamma_A=None, *, fixed=None,
-               grow_only=False) -> dict:
+               grow_only=False, greedy_only=False) -> dict:
         """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
         (chosen, drawn or given; ``fixed``, a :class:`~dask_ssl.solvers.sparse.BasisFit`,
         keeps its basis and kernel columns) and its coefficients, ``F`` (slack's f or the
@@ -702,7 +703,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         every method is at ``gamma_I = 0``. With ``weight = 0`` a greedy basis of at least
         ``l`` functions is the labeled rows: every method's objective then sees the outputs on
         the labeled rows only, so (representer theorem) its minimizer over all ``n`` functions
-        lies in their span, and the fit on them is the full model's."""
+        lies in their span, and the fit on them is the full model's; ``greedy_only`` grows
+        the greedy basis there too (the basis check compares its prefixes)."""
         M, columns = problem["M"], problem["columns"]
         l = int(labeled.sum())
         gamma_A = float(self.gamma_A if gamma_A is None else gamma_A)
@@ -721,7 +723,7 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
             F = self._transduction(problem, g, Ybar, labeled)
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d, kind = None, problem["given"], problem["d"], problem["kind"]
-        if kind == "greedy" and weight == 0 and l <= d:
+        if kind == "greedy" and weight == 0 and l <= d and not greedy_only:
             kind = "labeled"
         if fixed is not None:
             fit = solve.fit_on_basis(quad, lambda idx: fixed.KNJ, fixed.basis)
