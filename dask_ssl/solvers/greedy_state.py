@@ -8,8 +8,9 @@ the row blocks of the training data (:class:`~dask_ssl.linalg.rowblocks.RowBlock
 sends the ``kappa`` candidate rows out, each block returns its rows of the candidates' kernel
 columns ``K_bc`` (for the candidates' curvatures and the kept column's ``Q`` product, which
 run where ``Q`` lives) and the step's reductions (``K_Jc``, ``(Q K_NJ)^T K_Nc``,
-``K_Nc^T (Q o - r)``: ``d x kappa`` and ``kappa x c`` numbers summed per worker); the kept
-column's image ``Q k`` joins the blocks' state, split like them. Neither the rows nor anything
+``K_Nc^T (Q o - r)``: ``d x kappa`` and ``kappa x c`` numbers a block, returned with its
+columns in the same round trip and summed on the driver); the kept column's image ``Q k``
+joins the blocks' state, split like them. Neither the rows nor anything
 ``n x n`` come to the driver; ``K_NJ`` (``n x d``) is gathered once, after the last step, for
 the fit on the final basis.
 
@@ -95,18 +96,15 @@ def _apply_pending(st, pending) -> None:
 
 
 def _candidate_columns(i, X, pending, token, Xc, kernel, kernel_params):
+    """The block's rows of the candidates' kernel columns and its part of the step's
+    reductions, in one round trip (the reductions read only the block's own state)."""
     st = workerstate.get(token, i)
     _apply_pending(st, pending)
-    st["Kc"] = kernel_matrix(X, Xc, kernel=kernel, kernel_params=kernel_params)
-    return st["Kc"]
-
-
-def _block_reductions(i, X, token):
-    st = workerstate.get(token, i)
-    k, Kc = st["k"], st["Kc"]
+    st["Kc"] = Kc = kernel_matrix(X, Xc, kernel=kernel, kernel_params=kernel_params)
+    k = st["k"]
     KJc = np.zeros((k, Kc.shape[1]))
     KJc[st["at"]] = Kc[st["rows"]]
-    return KJc, st["QKNJ"][:, :k].T @ Kc, Kc.T @ (st["Qo"] - st["r"])
+    return Kc, (KJc, st["QKNJ"][:, :k].T @ Kc, Kc.T @ (st["Qo"] - st["r"]))
 
 
 def _sum_parts(parts):
@@ -152,7 +150,7 @@ class BlockState:
         self.blocks, self.kernel, self.kernel_params = blocks, kernel, kernel_params
         self.token = "greedy-" + uuid.uuid4().hex[:12]
         self.basis: list[int] = []
-        self._pending = None
+        self._pending = self._reductions = None
         self._slices = blocks.block_slices()
         blocks.call(_setup, d, self.token,
                     per_block=[(r[s], int(s.start)) for s in self._slices])
@@ -165,11 +163,13 @@ class BlockState:
         Xc = self.rows(cand)
         parts = self.blocks.call(_candidate_columns, self.token, Xc, self.kernel,
                                  self.kernel_params, per_block=self._pending_parts())
-        return np.vstack(parts)
+        self._reductions = _sum_parts([reduced for _, reduced in parts])
+        return np.vstack([Kc for Kc, _ in parts])
 
     def reductions(self):
-        got = self.blocks.call(_block_reductions, self.token, combine=_sum_parts)
-        return _sum_parts(got)
+        """The reductions of the last :meth:`candidates`, summed over the blocks (they came
+        back with the columns)."""
+        return self._reductions
 
     def accept(self, j: int, row: int, Qk, beta) -> None:
         self.basis.append(row)
