@@ -8,7 +8,8 @@ from scipy.sparse.linalg import spsolve
 
 from dask_ssl.graph.laplacian import LaplacianOperator
 from dask_ssl.graph import precond
-from dask_ssl.graph.precond import _factor_entries, block_matrix, check_preconditioner, factor_block
+from dask_ssl.graph.precond import (SHIFT, _factor_entries, block_matrix, check_preconditioner,
+                                    factor_block)
 from dask_ssl.graph.system import GraphSystem
 from dask_ssl.graph.weights import Graph
 from dask_ssl.linalg.block_cg import LocalSystem, block_cg
@@ -231,6 +232,32 @@ def test_block_matrix_of_a_power_and_bad_name():
     np.testing.assert_allclose(got, 2.0 * Lbb @ Lbb + np.diag(a[:12]), atol=1e-12)
     with pytest.raises(ValueError, match="preconditioner"):
         check_preconditioner("jacobi")
+
+
+@pytest.mark.parametrize("budget", [None, 1e-3])
+def test_columns_of_several_weights_share_the_power_yet_factor_each(budget):
+    # one power per block serves every (weight, fidelity) pair; each pair's preconditioner
+    # is still its own (an LU within the budget, else its diagonal)
+    from dask_ssl.graph.precond import factor_columns
+
+    rng = np.random.default_rng(5)
+    W = _chain_clusters(3, 12, rng, bridge=0.5)
+    L = sp.csr_matrix(laplacian(W.toarray()))
+    d = L.diagonal()
+    off = (sp.diags(d) - L).tocsr()
+    gammas = np.array([0.5, 0.5, 3.0, 40.0])
+    a = np.column_stack([rng.random(36) > 0.5 for _ in range(4)]).astype(float)
+    a[:, 1] = a[:, 0] + 1.0
+    V = rng.standard_normal((36, 4))
+    got = factor_columns(off, d, a, gammas, 3, budget).solve(V)
+    for j in range(4):
+        alone = factor_block(off, d, a[:, j], float(gammas[j]), 3, budget)
+        np.testing.assert_allclose(got[:, j], alone.solve(V[:, [j]])[:, 0], rtol=1e-10,
+                                   atol=1e-12)
+    if budget is None:   # within the budget the factor is exact: it inverts the matrix
+        P = block_matrix(off, d, a[:, 2], 3.0, 3).toarray()
+        P += np.eye(36) * (np.diag(P).max() * SHIFT)
+        np.testing.assert_allclose(P @ got[:, 2], V[:, 2], rtol=1e-8, atol=1e-8)
 
 
 @pytest.mark.parametrize("mu", [0.0, 0.1])

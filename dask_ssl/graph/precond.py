@@ -60,14 +60,21 @@ def check_preconditioner(preconditioner) -> None:
                          f"got {preconditioner!r}")
 
 
-def block_matrix(A, d, a, gamma: float, p: int) -> sp.csc_matrix:
-    """``gamma (L_bb)^p + diag(a)`` of a block whose operator is ``L = diag(d) - A`` (``A`` of
-    shape ``n_b x (n_b + halo)``, its first ``n_b`` columns the block's own rows)."""
+def block_power(A, d, p: int) -> sp.csr_matrix:
+    """``(L_bb)^p`` of a block whose operator is ``L = diag(d) - A`` (``A`` of shape
+    ``n_b x (n_b + halo)``, its first ``n_b`` columns the block's own rows)."""
     n_b = A.shape[0]
     L = (sp.diags(np.asarray(d, np.float64)) - A[:, :n_b]).tocsr()
     Lp = L
     for _ in range(p - 1):
         Lp = Lp @ L
+    return Lp
+
+
+def block_matrix(A, d, a, gamma: float, p: int, power=None) -> sp.csc_matrix:
+    """``gamma (L_bb)^p + diag(a)`` of a block (:func:`block_power`; ``power``, that power
+    when already formed)."""
+    Lp = block_power(A, d, p) if power is None else power
     return (gamma * Lp + sp.diags(np.asarray(a, np.float64).ravel())).tocsc()
 
 
@@ -134,12 +141,13 @@ class _Diagonal:
         return V * (self.inverse if V.ndim == 1 else self.inverse[:, None])
 
 
-def factor_block(A, d, a, gamma: float, p: int, fill_budget: float | None = None):
+def factor_block(A, d, a, gamma: float, p: int, fill_budget: float | None = None, *,
+                 power=None):
     """A block's preconditioner (:func:`block_matrix`, shifted by :data:`SHIFT`): its sparse
     LU in nested dissection order, or its diagonal past ``fill_budget`` (None:
     :data:`FILL_BUDGET`, read when called); ``.solve(V)`` applies its (approximate) inverse to an
-    ``n_b x c`` array."""
-    P = block_matrix(A, d, a, gamma, p)
+    ``n_b x c`` array. ``power``: ``(L_bb)^p``, when already formed."""
+    P = block_matrix(A, d, a, gamma, p, power)
     scale = P.diagonal().max(initial=0.0)
     shift = SHIFT * (scale if scale > 0 else 1.0)
     P = (P + shift * sp.identity(P.shape[0], format="csc")).tocsr()
@@ -181,6 +189,8 @@ def factor_columns(A, d, a, gamma, p: int, fill_budget: float | None = None):
     which = np.ravel(which)
     if len(values) == 1:
         return factor_block(A, d, values[0, 1:], float(values[0, 0]), p, fill_budget)
-    return _ColumnGroups([factor_block(A, d, v[1:], float(v[0]), p, fill_budget)
+    # the power is the same for every pair (beyond p = 1 forming it dominates the setup)
+    power = block_power(A, d, p)
+    return _ColumnGroups([factor_block(A, d, v[1:], float(v[0]), p, fill_budget, power=power)
                           for v in values],
                          [np.flatnonzero(which == j) for j in range(len(values))])
