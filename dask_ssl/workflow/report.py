@@ -51,10 +51,12 @@ def _figure(width=6.0, height=3.6):
 
 
 def _histories(history) -> list[list[dict]]:
-    """One list of records per binary problem (one-vs-rest gives a list of lists)."""
+    """One list of records per binary problem (one-vs-rest gives a list of lists); a trace of
+    plain numbers (a sparse model's objective after each basis function) is its objective."""
     if not history:
         return []
-    return history if isinstance(history[0], list) else [history]
+    runs = history if isinstance(history[0], list) else [history]
+    return [[r if isinstance(r, dict) else {"objective": float(r)} for r in h] for h in runs]
 
 
 def plot_history(history, path: Path, title: str) -> Path | None:
