@@ -873,3 +873,19 @@ def test_auto_basis_without_the_graph_term_when_a_fold_holds_at_most_d_labels(cl
     est = SparseLapRLS(method="decoupled", gamma_I=0.0, n_basis=10, kernel_params=KP,
                        random_state=0).fit(X, y, graph=graph)
     assert len(est.basis_selection_) == 5 and est.n_basis_ <= 10
+
+
+def test_run_report_plots_the_graph_selection(client, tmp_path):
+    # the shipped sparse workflow with enough labels to choose its graph and gamma_I: the
+    # report carries the graph candidates and plots them beside the gamma_I ones, and the
+    # greedy's objective trace (plain numbers) as its history
+    report = run_shipped("sparse-moons.yaml", tmp_path, client,
+                         ["split.labeled_per_class=6", "estimator.params.gamma_I=auto",
+                          "estimator.params.method=decoupled", "outputs.plots=true"])
+    rows = report["graph_selection"]
+    assert {(r["n_neighbors"], r["p"]) for r in rows} == {(10, 1), (50, 5)}
+    assert sum(r["chosen"] for r in rows) == 1
+    assert report["files"]["graph_selection"] == "graph-selection.png"
+    assert report["files"]["history"] == "history.png"
+    (run_dir,) = (tmp_path / "runs" / "sparse-moons").iterdir()
+    assert (run_dir / "graph-selection.png").stat().st_size > 0

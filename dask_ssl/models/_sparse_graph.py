@@ -87,12 +87,14 @@ def choose_graph(candidates: list, outputs: list, YL, truth) -> tuple[int, list]
     """``(index, graph_selection_)``: the candidate (a dict of its ``n_neighbors``, ``p``,
     ``gamma_I``) whose held-out ``outputs`` err least, then have the smallest squared residual
     against ``YL``; earlier candidates win ties. The table holds per candidate its settings,
-    held-out ``errors``, ``error`` rate, ``squared`` residual, ``criterion`` ``"cv"`` and
-    whether it was ``chosen``."""
+    held-out ``errors``, ``error`` rate and its standard ``stderr``, ``squared`` residual,
+    ``criterion`` ``"cv"`` and whether it was ``chosen``."""
     errors = [int(np.sum(truth_of(out) != truth)) for out in outputs]
     squared = [float(np.sum((YL - out) ** 2)) for out in outputs]
     best = min(range(len(candidates)), key=lambda j: (errors[j], squared[j], j))
-    rows = [{**c, "errors": errors[j], "error": errors[j] / max(truth.size, 1),
+    n = max(truth.size, 1)
+    rows = [{**c, "errors": errors[j], "error": errors[j] / n,
+             "stderr": float(np.sqrt(errors[j] / n * (1 - errors[j] / n) / max(n - 1, 1))),
              "squared": squared[j], "criterion": "cv", "chosen": j == best}
             for j, c in enumerate(candidates)]
     return best, rows

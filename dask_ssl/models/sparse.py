@@ -311,9 +311,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         None when nothing was selected. Stored in ``model.json``.
     graph_selection_ : list of dict
         With several graph settings (``"auto"``) and enough labels: per candidate its
-        ``n_neighbors``, ``p``, ``gamma_I``, held-out ``errors``, ``error``, ``squared``
-        residual, ``criterion`` ``"cv"`` and ``chosen``; empty otherwise (and for models
-        stored before the graph was chosen).
+        ``n_neighbors``, ``p``, ``gamma_I``, held-out ``errors``, ``error``, ``stderr``,
+        ``squared`` residual, ``criterion`` ``"cv"`` and ``chosen``; empty otherwise (and for
+        models stored before the graph was chosen). Plotted in a workflow's run report.
     transduction_, graph_, diagnostics_, fit_seconds_, n_neighbors_, p_
     """
 

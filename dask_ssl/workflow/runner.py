@@ -206,6 +206,7 @@ class Run(Steps):
             "metrics": final["metrics"],
             "history": getattr(est, "history_", []),
             "selection": getattr(est, "selection_", []),
+            "graph_selection": getattr(est, "graph_selection_", []),
             "sweep": [{"setting": r["setting"], "n_labeled": r["counts"]["n_labeled"],
                        "metrics": scalars(r["metrics"])} for r in results],
             "model": {"store": str(self.store.root), **decision},
@@ -222,7 +223,10 @@ class Run(Steps):
                                                     self.run_dir / "sweep.png", title)),
                     ("selection", report_mod.plot_selection(rep["selection"],
                                                             self.run_dir / "selection.png",
-                                                            title))):
+                                                            title)),
+                    ("graph_selection", report_mod.plot_selection(
+                        rep["graph_selection"], self.run_dir / "graph-selection.png",
+                        f"{title}: the graph"))):
                 if made is not None:
                     rep["files"][name] = made.name
         for name in ("dask-performance.html", "predictions-test.txt", "predictions-all.txt"):
