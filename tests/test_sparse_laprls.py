@@ -699,16 +699,17 @@ def stored_before(est, field, tmp_path):
 
 def test_auto_basis_is_stored_and_warns_with_too_few_labels(client, tmp_path):
     X, y, graph = problem(client, n=60, n_labeled=24)
-    est = SparseLapRLS(n_basis=10, kernel_params=KP, random_state=0).fit(X, y, graph=graph)
+    est = SparseLapRLS(method="slack", n_basis=10, kernel_params=KP, random_state=0).fit(
+        X, y, graph=graph)
     assert len(est.basis_selection_) == 5
     # a model stored before basis="auto" existed loads with no basis selection
     assert stored_before(est, "basis_selection_", tmp_path).basis_selection_ == []
     few = problem(client, n=60, n_labeled=4)[1]
     with pytest.warns(SelectionWarning, match="greedy basis is used unchecked"):
-        lone = SparseLapRLS(n_basis=10, gamma_I=30.0, kernel_params=KP,
+        lone = SparseLapRLS(method="slack", n_basis=10, gamma_I=30.0, kernel_params=KP,
                             random_state=0).fit(X, few, graph=graph)
-    greedy = SparseLapRLS(n_basis=10, gamma_I=30.0, kernel_params=KP, basis="greedy",
-                          random_state=0).fit(X, few, graph=graph)
+    greedy = SparseLapRLS(method="slack", n_basis=10, gamma_I=30.0, kernel_params=KP,
+                          basis="greedy", random_state=0).fit(X, few, graph=graph)
     assert lone.basis_selection_ == []
     np.testing.assert_array_equal(lone.basis_, greedy.basis_)
 
@@ -849,22 +850,6 @@ def test_decoupled_auto_scores_zero_as_the_supervised_fit_and_keeps_it_on_noise(
                                rtol=1e-8, atol=1e-10)
 
 
-def test_decoupled_solves_each_fold_transduction_once(client, monkeypatch):
-    # basis="auto" grows a greedy and a random basis per fold on the same labels: one f-step
-    # serves both, and the fit on every label one more
-    from dask_ssl.models._selection import CV_FOLDS
-
-    X, y, graph = problem(client, n=60, n_labeled=24)
-    calls = []
-    solve_once = solve.FSystem.solve
-    monkeypatch.setattr(solve.FSystem, "solve",
-                        lambda self, B, X0=None: calls.append(B.shape) or solve_once(self, B, X0))
-    est = SparseLapRLS(method="decoupled", gamma_I=30.0, n_basis=10, kernel_params=KP, p=1,
-                       random_state=0).fit(X, y, graph=graph)
-    assert len(est.basis_selection_) == 5
-    assert len(calls) == CV_FOLDS + 1
-
-
 def test_auto_basis_without_the_graph_term_when_a_fold_holds_at_most_d_labels(client):
     # 12 labels, d = 10: the basis is checked (more labels than functions), but a fold's
     # training labels (9) fit in d, where a fit would take the labeled rows as its basis;
@@ -889,3 +874,17 @@ def test_run_report_plots_the_graph_selection(client, tmp_path):
     assert report["files"]["history"] == "history.png"
     (run_dir,) = (tmp_path / "runs" / "sparse-moons").iterdir()
     assert (run_dir / "graph-selection.png").stat().st_size > 0
+
+
+def test_decoupled_with_a_graph_term_takes_the_greedy_basis_unchecked(client):
+    # its basis fits the transduction's scores on every row: "auto" is the greedy basis, no
+    # fold regrown; without the graph term (the supervised fit on the labels) it is checked
+    X, y, graph = problem(client, n=60, n_labeled=24)
+    kw = dict(method="decoupled", n_basis=10, kernel_params=KP, random_state=0)
+    auto = SparseLapRLS(gamma_I=30.0, **kw).fit(X, y, graph=graph)
+    greedy = SparseLapRLS(gamma_I=30.0, basis="greedy", **kw).fit(X, y, graph=graph)
+    assert auto.basis_selection_ == []
+    np.testing.assert_array_equal(auto.basis_, greedy.basis_)
+    np.testing.assert_allclose(auto.dual_coef_, greedy.dual_coef_, rtol=1e-12)
+    supervised = SparseLapRLS(gamma_I=0.0, **kw).fit(X, y, graph=graph)
+    assert len(supervised.basis_selection_) == 5

@@ -23,7 +23,6 @@ The computations are in :mod:`dask_ssl.solvers.sparse`.
 
 from __future__ import annotations
 
-import hashlib
 import time
 import warnings
 from numbers import Integral
@@ -131,7 +130,9 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         labeled rows against its prefixes of a quarter, half and three quarters of ``d``
         functions and against a random basis of ``d`` (each fold's basis grown again without
         that fold's labels, at the given ``gamma_A`` and ``gamma_I`` or the pilot ones; the
-        decoupled method's at its chosen ``gamma_I``;
+        decoupled method checks only its supervised fit, ``gamma_I = 0``: with a graph term
+        its basis fits the transduction's scores on every row, not the labels, and the
+        greedy basis is used unchecked;
         :mod:`dask_ssl.models._basis_selection`); the whole greedy basis is kept unless a
         candidate errs less beyond the noise (the shared rule of
         :mod:`dask_ssl.models._selection`), and the candidates are in ``basis_selection_``.
@@ -561,11 +562,19 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         :func:`~._basis_selection.choose_basis` keeps, the basis regrown in every fold at the
         pilot setting (the given ``gamma_A`` and ``gamma_I``, else
         :data:`~._sparse_selection.PILOT_GAMMA_A` and the seeds' ``gamma_I``; ``gamma_I``,
-        where it is already chosen); returns ``basis_selection_``. With fewer than 5 labeled rows in a class: the greedy basis,
-        with a warning. Any other ``basis``: as given, nothing selected."""
+        where it is already chosen); returns ``basis_selection_``. The decoupled method with
+        a graph term: the greedy basis, unchecked. With fewer than 5 labeled rows in a
+        class: the greedy basis, with a warning. Any other ``basis``: as given, nothing
+        selected."""
         if problem["kind"] != "auto":
             return []
         problem["kind"] = "greedy"
+        if gamma_I is None:
+            gamma_I = SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)
+        if self.method == "decoupled" and gamma_I > 0:
+            # its basis fits the transduction's scores on every row, where the labeled rows
+            # are a few among many: no label for the check to catch it over-fitting
+            return []
         if not enough_labels(truth_of(Ybar[labeled])):
             warnings.warn(f"SparseLapRLS: fewer than {MIN_PER_CLASS} labeled rows in a class, "
                           "too few to check the greedy basis against its prefixes and a random "
@@ -573,8 +582,6 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                           stacklevel=4)
             return []
         gamma_A = PILOT_GAMMA_A if self.gamma_A == "auto" else float(self.gamma_A)
-        if gamma_I is None:
-            gamma_I = SEED_GAMMA_I if self.gamma_I == "auto" else float(self.gamma_I)
         weight = gamma_I * unit
         if weight == 0 and labeled.sum() <= problem["d"]:
             return []   # the labeled rows are the basis (see _solve): nothing to check
@@ -675,22 +682,6 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
                                     else None),
                              normalized=self.normalized, p=problem["p"], tol=self.tol)
 
-    def _transduction(self, problem, g, Ybar, labeled):
-        """The decoupled method's f-step ``(g M + I_L) F = Ybar`` (rows of a component
-        without labels held at 0, as GraphTransduction holds them), kept in ``problem`` for
-        the fit's other calls on the same labels (a fold's greedy and random basis share
-        one), an iterative solve started from the last ``F`` of the same ``g`` (a fold's
-        labels move it little)."""
-        solved = problem.setdefault("transductions", {})
-        key = (float(g), np.packbits(labeled).tobytes(),
-               hashlib.sha1(np.ascontiguousarray(Ybar).tobytes()).digest())
-        if key not in solved:
-            near = [F for (g2, *_), F in solved.items() if g2 == float(g)]
-            fidelity = transduction_fidelity(labeled, problem["diag"])
-            solved[key] = self._fsystem(problem, fidelity, g).solve(
-                Ybar, X0=near[-1] if near else None)
-        return solved[key]
-
     def _solve(self, problem, weight, Ybar, labeled, gamma_A=None, *, fixed=None,
                grow_only=False, greedy_only=False) -> dict:
         """The fit at ``gamma_I_eff = weight`` on the labels ``Ybar`` / ``labeled``: the basis
@@ -720,7 +711,8 @@ class SparseLapRLS(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Classifie
         else:
             # graph transduction, rows of a component without labels held at 0 (as
             # GraphTransduction does), then the supervised fit to its scores
-            F = self._transduction(problem, g, Ybar, labeled)
+            fidelity = transduction_fidelity(labeled, problem["diag"])
+            F = self._fsystem(problem, fidelity, g).solve(Ybar)
             quad = solve.regression_quadratic(F, a, nu)
         gamma_S, given, d, kind = None, problem["given"], problem["d"], problem["kind"]
         if kind == "greedy" and weight == 0 and l <= d and not greedy_only:
