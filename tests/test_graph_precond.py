@@ -359,3 +359,53 @@ def test_restart_recomputes_the_true_residual(client, preconditioner):
     finally:
         system.close()
         op.close()
+
+
+def _expander(n, rng, degree=8):
+    """A union of random permutations: its powers of the Laplacian are dense, like a text kNN
+    graph's."""
+    W = sum(sp.coo_matrix((np.ones(n), (np.arange(n), rng.permutation(n))), (n, n))
+            for _ in range(degree // 2))
+    W = (W + W.T).tocsr()
+    W.setdiag(0)
+    W.eliminate_zeros()
+    return W
+
+
+def test_a_dense_power_is_held_dense_and_factored_by_cholesky():
+    rng = np.random.default_rng(7)
+    n = precond.DENSE_MIN_ROWS + 100
+    W = _expander(n, rng)
+    L = sp.csr_matrix(laplacian(W.toarray(), normed=True))
+    d = L.diagonal()
+    off = (sp.diags(d) - L).tocsr()
+    power = precond.block_power(off, d, 4)
+    assert isinstance(power, np.ndarray)   # L^4 of this graph has every entry
+    np.testing.assert_allclose(power, np.linalg.matrix_power(L.toarray(), 4), atol=1e-12)
+    a = np.where(rng.random(n) < 0.05, 1.0, 0.0)
+    factor = factor_block(off, d, a, 2.0, 4)
+    assert isinstance(factor, precond._DenseCholesky)
+    P = 2.0 * power + np.diag(a)
+    P += np.eye(n) * (np.diag(P).max() * SHIFT)
+    V = rng.standard_normal((n, 3))
+    np.testing.assert_allclose(factor.solve(V), np.linalg.solve(P, V), rtol=1e-8, atol=1e-10)
+    # a sparse power stays sparse, and so does its factor: the first power has 9 entries a row
+    assert sp.issparse(precond.block_power(off, d, 1))
+    assert isinstance(factor_block(off, d, a, 2.0, 1), precond._OrderedLU)
+
+
+def test_preconditioned_solve_with_dense_blocks_equals_dense_solve(client):
+    # two blocks whose L^3 blocks are dense: the Cholesky path inside the workers' CG
+    rng = np.random.default_rng(8)
+    n = 2 * (precond.DENSE_MIN_ROWS + 50)
+    W = _expander(n, rng, degree=16)
+    half = (sp.diags(W.sum(axis=1).A1) - W)[: n // 2, : n // 2]
+    assert (abs(half) ** 3).nnz >= precond.DENSE_FRACTION * (n // 2) ** 2   # held dense
+    a = np.where(rng.random(n) < 0.05, 1.0, 0.01)
+    B = rng.standard_normal((n, 2))
+    A = 0.3 * np.linalg.matrix_power(laplacian(W.toarray(), normed=True), 3) + np.diag(a)
+    exact = np.linalg.solve(A, B)
+    graph = Graph.from_scipy(W, client=client, n_blocks=2)
+    res, X = _solve(graph, 0.3, a, B, p=3)
+    assert res.converged.all()
+    np.testing.assert_allclose(X, exact, rtol=0, atol=1e-8 * np.abs(exact).max())
