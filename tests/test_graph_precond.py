@@ -33,6 +33,17 @@ def _chain_clusters(n_clusters, size, rng, bridge=1e-6):
     return W
 
 
+def _expander(n, rng, degree=8):
+    """A union of random permutations: its powers of the Laplacian are dense, like a text kNN
+    graph's."""
+    W = sum(sp.coo_matrix((np.ones(n), (np.arange(n), rng.permutation(n))), (n, n))
+            for _ in range(degree // 2))
+    W = (W + W.T).tocsr()
+    W.setdiag(0)
+    W.eliminate_zeros()
+    return W
+
+
 def _scrambled(W, rng):
     perm = rng.permutation(W.shape[0])
     return W[perm][:, perm].tocsr(), perm
@@ -115,12 +126,7 @@ def test_blocks_with_large_fill_get_their_diagonal():
     """A union of random permutations (an expander, like a text kNN graph) would fill its LU; a
     chain of small clusters (like KDD99's kNN graph) factors exactly."""
     rng = np.random.default_rng(2)
-    n = 3000
-    expander = sum(sp.coo_matrix((np.ones(n), (np.arange(n), rng.permutation(n))), (n, n))
-                   for _ in range(4))
-    expander = (expander + expander.T).tocsr()
-    expander.setdiag(0)
-    expander.eliminate_zeros()
+    expander = _expander(3000, rng)
     chain = _chain_clusters(100, 30, rng, bridge=0.1)
     for W, exact in ((expander, False), (chain, True)):
         d = np.asarray(W.sum(axis=1)).ravel()
@@ -359,17 +365,6 @@ def test_restart_recomputes_the_true_residual(client, preconditioner):
     finally:
         system.close()
         op.close()
-
-
-def _expander(n, rng, degree=8):
-    """A union of random permutations: its powers of the Laplacian are dense, like a text kNN
-    graph's."""
-    W = sum(sp.coo_matrix((np.ones(n), (np.arange(n), rng.permutation(n))), (n, n))
-            for _ in range(degree // 2))
-    W = (W + W.T).tocsr()
-    W.setdiag(0)
-    W.eliminate_zeros()
-    return W
 
 
 def test_a_dense_power_is_held_dense_and_factored_by_cholesky():

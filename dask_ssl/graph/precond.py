@@ -89,13 +89,11 @@ def block_power(A, d, p: int):
     L = (sp.diags(np.asarray(d, np.float64)) - A[:, :n_b]).tocsr()
     Lp = L
     for _ in range(p - 1):
-        if sp.issparse(Lp) and _held_dense(n_b, Lp.nnz):
-            Lp = Lp.toarray()
         # powers of L commute, so L @ Lp is the next one; with Lp dense it is one
         # sparse-times-dense product
         Lp = L @ Lp
-    if sp.issparse(Lp) and _held_dense(n_b, Lp.nnz):
-        Lp = Lp.toarray()
+        if sp.issparse(Lp) and _held_dense(n_b, Lp.nnz):
+            Lp = Lp.toarray()
     return Lp
 
 
@@ -190,8 +188,9 @@ def factor_block(A, d, a, gamma: float, p: int, fill_budget: float | None = None
                  power=None):
     """A block's preconditioner (:func:`block_matrix`, shifted by :data:`SHIFT`): a dense
     block's Cholesky factor, else its sparse LU in nested dissection order, or its diagonal
-    past ``fill_budget`` (None: :data:`FILL_BUDGET`, read when called); ``.solve(V)`` applies its (approximate) inverse to an
-    ``n_b x c`` array. ``power``: ``(L_bb)^p``, when already formed."""
+    past ``fill_budget`` (None: :data:`FILL_BUDGET`, read when called); ``.solve(V)`` applies
+    its (approximate) inverse to an ``n_b x c`` array. ``power``: ``(L_bb)^p``, when already
+    formed."""
     P = block_matrix(A, d, a, gamma, p, power)
     scale = P.diagonal().max(initial=0.0)
     shift = SHIFT * (scale if scale > 0 else 1.0)
