@@ -243,11 +243,20 @@ class DataGraph:
     def product(self, Z, *, gamma_I: float = 1.0, weights=None) -> np.ndarray:
         """``[X,1]^T (gamma_I M + diag(a)) [X,1] Z`` for a ``dim x c`` (or ``dim``) ``Z``:
         ``p + 1`` round trips. ``weights`` = ``(state token, key)`` of per-row weights ``a``
-        held beside each data block (e.g. an L2-SVM-MFN run's active-set weights)."""
+        held beside each data block (e.g. an L2-SVM-MFN run's active-set weights).
+
+        Zero columns are not sent: their product is zero, and a block CG over many columns
+        (cross-validation folds x graph weights) zeroes each column's direction once it
+        converges, so most columns of its late products are zero; with none left to move, no
+        round trip."""
         Z = np.asarray(Z, dtype=np.float64)
         Z2 = Z.reshape(Z.shape[0], -1)
-        send = self.blocks.call(_start, self.token, self.op.token, Z2, None, self.bias)
-        out = self._through(send, _finish, self.bias, float(gamma_I), weights)
+        moving = np.flatnonzero(np.any(Z2 != 0.0, axis=0))
+        out = np.zeros_like(Z2)
+        if moving.size:
+            part = Z2 if moving.size == Z2.shape[1] else Z2[:, moving]
+            send = self.blocks.call(_start, self.token, self.op.token, part, None, self.bias)
+            out[:, moving] = self._through(send, _finish, self.bias, float(gamma_I), weights)
         return out.reshape(Z.shape)
 
     def gram(self) -> np.ndarray:

@@ -390,7 +390,8 @@ class LinearLapRLS(_LinearManifold):
                 return gamma_A * P + dg.product(P, gamma_I=gamma_I, weights=(dg.token, "c"))
 
             def product(P):
-                products[0] += 1
+                # a product of converged (zero) directions makes no round trip
+                products[0] += bool(np.any(P))
                 return apply(P)
 
             checkpoint = self._cg_checkpoint(apply, R, parts[0].resume)
@@ -462,7 +463,7 @@ class GraphTerm(RidgeTerm):
         trips = solver.blocks.round_trips
         out = gamma_A * p + self.dg.product(p, gamma_I=self.gamma_I, weights=(self.token, "a"))
         self.cg_trips += solver.blocks.round_trips - trips
-        self.cg_products += 1
+        self.cg_products += bool(np.any(p))
         return out
 
 
