@@ -290,3 +290,45 @@ def test_bad_data(client):
         est.fit(X, np.r_[1, 1, [-1] * 28])
     with pytest.raises(ValueError, match="not fitted"):
         est.predict(X)
+
+
+def test_block_preconditioner_is_factored_only_for_columns_plain_cg_leaves(client, moons,
+                                                                           monkeypatch):
+    """``preconditioner="block"`` runs plain CG for a bounded number of column-passes and
+    factors the preconditioner only for the columns still unconverged, continuing from the
+    plain iterate; every column equals its dense solve, and a system plain CG solves within
+    the budget is never factored."""
+    from dask_ssl.solvers import graph as solver
+
+    made = []
+
+    class Recorded(solver.GraphSystem):
+        def __init__(self, op, gamma, a, B, **kw):
+            made.append((kw.get("preconditioner"), np.asarray(B).shape[1]))
+            super().__init__(op, gamma, a, B, **kw)
+
+    monkeypatch.setattr(solver, "GraphSystem", Recorded)
+    X, _ = moons
+    graph = knn_graph(RowBlocks.from_array(X, client=client, n_blocks=3), 8)
+    L = laplacian(graph.to_scipy().toarray(), normed=True)
+    gamma = np.array([1e-3, 1e-3, 1e3, 1e3])
+    # two columns near the identity (plain CG settles them in a few passes), two ill-conditioned
+    sparse_labels = np.where(np.arange(400) % 20 == 0, 1.0, 1e-3)
+    a = np.column_stack([np.ones(400), np.ones(400), sparse_labels, sparse_labels])
+    B = np.random.default_rng(6).standard_normal((400, 4))
+
+    monkeypatch.setattr(solver, "PLAIN_COLUMN_PASSES", 4 * 10)
+    sol = solver.solve_graph_system(graph, a, B, gamma_I=gamma, tol=1e-10)
+    # the large weights' columns are left to the preconditioner, the small ones settle plain
+    assert made == [(None, 4), ("block", 2)]
+    assert sol.cg.converged.all() and sol.cg.n_iter[2] > 10 >= sol.cg.n_iter[0]
+    assert len(sol.cg.history) == sol.cg.n_passes
+    for j in range(4):
+        dense = np.linalg.solve(gamma[j] * L + np.diag(a[:, j]), B[:, j])
+        np.testing.assert_allclose(sol.F[:, j], dense, atol=1e-7)
+
+    made.clear()
+    monkeypatch.setattr(solver, "PLAIN_COLUMN_PASSES", 10 ** 6)
+    plain = solver.solve_graph_system(graph, a, B, gamma_I=gamma, tol=1e-10)
+    assert made == [(None, 4)] and plain.cg.converged.all()
+    np.testing.assert_allclose(plain.F, sol.F, atol=1e-7)

@@ -136,7 +136,10 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
     preconditioner : {"block", None}, default "block"
         ``"block"``: block-Jacobi preconditioned CG, each worker's rows of the system factored
         where they lie (:mod:`dask_ssl.graph.precond`); with METIS blocks that no edge crosses
-        it solves the system in one pass. None: plain CG.
+        it solves the system in one pass. A factorization costs about as much as thousands of
+        plain passes of one column, so it is made only for the columns plain CG leaves
+        unconverged after a bounded number of passes (:mod:`dask_ssl.solvers.graph`). None:
+        plain CG.
     tol : float, default 1e-6
         Relative residual at which each class column of block CG stops.
     max_iter : int, default 2000
