@@ -62,3 +62,31 @@ def test_zero_column_and_vector_rhs():
 def test_bad_tol():
     with pytest.raises(ValueError, match="tol"):
         block_cg(LocalSystem(np.eye(3), np.ones(3)), tol=0)
+
+
+def test_products_skip_the_columns_converged_to_zero_directions():
+    """A many-column solve through ``on_moving_columns`` multiplies only the columns still
+    moving, and solves as the plain product does."""
+    from dask_ssl.linalg.block_cg import on_moving_columns
+
+    rng = np.random.default_rng(2)
+    A = _spd(80, rng, cond=1e3)
+    w, V = np.linalg.eigh(A)
+    # column 0 an eigenvector (done in one step), the others need many
+    B = np.column_stack([V[:, 5], rng.standard_normal((80, 3))])
+    carried = []
+
+    def counted(P):
+        out, columns = on_moving_columns(lambda Q: A @ Q, P)
+        carried.append(columns)
+        return out
+
+    system = LocalSystem(counted, B)
+    res = block_cg(system, tol=1e-10, maxiter=500)
+    assert res.converged.all() and res.n_iter[0] == 1
+    np.testing.assert_allclose(system.solution(), np.linalg.solve(A, B), rtol=1e-7, atol=1e-9)
+    # the zero seed's product (r = b - A 0) multiplies nothing; then all four, then three
+    assert carried[:2] == [0, 4] and max(carried[3:]) == 3 and min(carried[1:]) >= 1
+
+    vector, columns = on_moving_columns(lambda Q: A @ Q, np.zeros(80))
+    assert vector.shape == (80,) and not vector.any() and columns == 0

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..linalg import workerstate
+from ..linalg.block_cg import on_moving_columns
 from ..linalg.kernels import gram_rows
 from ..linalg.realign import lined_up, take_rows
 from ..linalg.rowblocks import RowBlocks
@@ -249,15 +250,11 @@ class DataGraph:
         (cross-validation folds x graph weights) zeroes each column's direction once it
         converges, so most columns of its late products are zero; with none left to move, no
         round trip."""
-        Z = np.asarray(Z, dtype=np.float64)
-        Z2 = Z.reshape(Z.shape[0], -1)
-        moving = np.flatnonzero(np.any(Z2 != 0.0, axis=0))
-        out = np.zeros_like(Z2)
-        if moving.size:
-            part = Z2 if moving.size == Z2.shape[1] else Z2[:, moving]
-            send = self.blocks.call(_start, self.token, self.op.token, part, None, self.bias)
-            out[:, moving] = self._through(send, _finish, self.bias, float(gamma_I), weights)
-        return out.reshape(Z.shape)
+        def apply(Z2):
+            send = self.blocks.call(_start, self.token, self.op.token, Z2, None, self.bias)
+            return self._through(send, _finish, self.bias, float(gamma_I), weights)
+
+        return on_moving_columns(apply, Z)[0]
 
     def gram(self) -> np.ndarray:
         """``[X,1]^T M [X,1]`` (dim x dim): ``p + 1`` round trips per column group (one group

@@ -275,3 +275,20 @@ def _as_function(A):
 
 def _colsum(u, v):
     return np.einsum("ij,ij->j", u, v)
+
+
+def on_moving_columns(apply, V) -> tuple[np.ndarray, int]:
+    """``(A V, columns multiplied)`` for a square linear operator ``apply`` (``V -> A V``) and
+    an ``n x c`` array (or an ``n`` vector) ``V``, with ``A`` applied to the columns of ``V``
+    that are not all zero only: block CG zeroes a column's direction once the column has
+    converged, so in a solve of many columns (folds x weights, one column per labeled row)
+    the late passes carry mostly zeros, whose product is zero. None left: no product."""
+    V = np.asarray(V, dtype=np.float64)
+    V2 = V.reshape(V.shape[0], -1)
+    moving = np.flatnonzero(np.any(V2 != 0.0, axis=0))
+    if moving.size == V2.shape[1]:
+        return np.asarray(apply(V2), dtype=np.float64).reshape(V.shape), int(moving.size)
+    out = np.zeros_like(V2)
+    if moving.size:
+        out[:, moving] = np.asarray(apply(V2[:, moving]), dtype=np.float64)
+    return out.reshape(V.shape), int(moving.size)

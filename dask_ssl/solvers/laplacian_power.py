@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..linalg.block_cg import LocalSystem, block_cg
+from ..linalg.block_cg import LocalSystem, block_cg, on_moving_columns
 
 
 class LaplacianPower:
@@ -28,11 +28,14 @@ class LaplacianPower:
         self.products = 0   # columns multiplied
 
     def __matmul__(self, V):
-        V = np.asarray(V, dtype=np.float64)
-        self.products += 1 if V.ndim == 1 else V.shape[1]
-        for _ in range(self.p):
-            V = self.L @ V
-        return V
+        def apply(V2):
+            for _ in range(self.p):
+                V2 = self.L @ V2
+            return V2
+
+        out, columns = on_moving_columns(apply, V)
+        self.products += columns
+        return out
 
     def quadratic_form(self, V) -> np.ndarray:
         """``v^T L^p v`` per column of ``V``: ``||L^(p/2) v||^2`` for even ``p``, else

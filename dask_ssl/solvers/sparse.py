@@ -36,6 +36,7 @@ from scipy.sparse.linalg import splu
 
 from ..graph.laplacian import LaplacianOperator
 from ..kernels.base import kernel_matrix
+from ..linalg.block_cg import on_moving_columns
 from .graph import solve_graph_system
 from .greedy_state import DriverState
 from .laplacian_power import LaplacianPower, solve_power_system
@@ -82,9 +83,9 @@ class WorkerRegularizer:
         self.products = 0   # columns multiplied
 
     def __matmul__(self, V):
-        V = np.asarray(V, dtype=np.float64)
-        self.products += 1 if V.ndim == 1 else V.shape[1]
-        return self.op.matmat(V)
+        out, columns = on_moving_columns(self.op.matmat, V)
+        self.products += columns
+        return out
 
     def close(self) -> None:
         self.op.close()
