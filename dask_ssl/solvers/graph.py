@@ -54,10 +54,10 @@ def solve_graph_system(graph: Graph, a, B, *, gamma_I, normalized: bool = True,
     (``(n,)`` or ``(n, n_columns)``) may differ by column: a grid of weights, folds and classes
     solved as the columns of one block CG. ``preconditioner="block"``: plain CG first, the
     block preconditioner for the columns it leaves unconverged (module docstring);
-    ``a_precond``: the fidelities the block preconditioner factors; ``fill_budget``: the largest fill of a block it factors (see
-    :class:`~dask_ssl.graph.system.GraphSystem`). ``op``: an operator of ``graph`` the caller
-    holds open across many solves (then ``normalized``, ``p`` and ``partition`` are its own,
-    and it stays open)."""
+    ``a_precond``: the fidelities the block preconditioner factors; ``fill_budget``: the
+    largest fill of a block it factors (see :class:`~dask_ssl.graph.system.GraphSystem`).
+    ``op``: an operator of ``graph`` the caller holds open across many solves (then
+    ``normalized``, ``p`` and ``partition`` are its own, and it stays open)."""
     check_preconditioner(preconditioner)
     owned = op is None
     if owned:
