@@ -28,8 +28,8 @@ threads included) and ``wall_seconds``:
     The ``--outputs`` file and the model document (the model directory itself is written last,
     in milliseconds, after its figures are taken).
 
-Each phase is timed on its own; ``wall_seconds`` runs from the start of the first to the end of
-the last, so the phases add up to it but for the few statements between them.
+Each phase runs from the end of the one before it, ``wall_seconds`` from the start of the first
+to the end of the last, so the phases add up to it.
 """
 
 from __future__ import annotations
@@ -193,8 +193,8 @@ class FitSteps(Steps):
     def write(self, data, final: dict, started: float) -> None:
         """Write the outputs file and the model directory, as phase ``write``.
 
-        The model directory is written last, so its figures cover everything before it; each
-        phase is timed on its own, the wall from ``started``, so gaps between them would show.
+        The model directory is written last, so its figures cover everything before it: the
+        phases, each from the end of the one before, and the wall from ``started``.
         """
         from ..models.artifact import save_model
         from .outputs import write_outputs
@@ -202,17 +202,16 @@ class FitSteps(Steps):
         out = self.doc["outputs"]
         progress = self.progress
         progress.say("  write ...")
-        t_write, c_write = time.perf_counter(), time.process_time()
+        since = progress.start()
         if out["outputs"]:
             write_outputs(out["outputs"], final["train_scores"])
         metrics, extra = self.model_fields(data, final)
-        progress.timings["write"] = time.perf_counter() - t_write
-        progress.cpu_timings["write"] = time.process_time() - c_write
+        progress.finish("write", since)
         extra["wall_seconds"] = round(time.time() - started, 4)
         extra["phases"] = {k: round(v, 4) for k, v in progress.timings.items()}
         extra["phases_cpu"] = {k: round(v, 4) for k, v in progress.cpu_timings.items()}
         save_model(final["estimator"], out["model_out"], metrics=metrics, extra=extra)
-        progress.say(f"  write: done in {time.perf_counter() - t_write:.1f} s")
+        progress.say(f"  write: done in {time.perf_counter() - since[0]:.1f} s")
 
 
 def cmd_fit(args, *, resume: bool = False) -> int:
@@ -245,8 +244,7 @@ def cmd_fit(args, *, resume: bool = False) -> int:
         ckpt = Path(args.checkpoint)
         ckpt.mkdir(parents=True, exist_ok=True)
         (ckpt / JOB_FILE).write_text(json.dumps(job_arguments(args), indent=2))
-    progress.timings["imports"] = time.time() - started
-    progress.cpu_timings["imports"] = time.process_time()
+    progress.record("imports", time.time() - started, time.process_time())
     progress.say(f"  imports: done in {progress.timings['imports']:.1f} s")
     with progress.phase("cluster"):
         client = connect(args)

@@ -33,6 +33,28 @@ class Progress:
         #: CPU seconds (user + system) of this whole process per phase: its worker threads'
         #: included, and far less sensitive than ``timings`` to other work on the host.
         self.cpu_timings: dict[str, float] = {}
+        # (wall, CPU) clocks where the last phase ended: the next one is counted from there,
+        # so the set-up between two phases (building an estimator, importing its module,
+        # waiting for the GIL on a loaded host) lands in a phase and the phases add up to
+        # the run.
+        self._since: tuple[float, float] | None = None
+
+    def start(self) -> tuple[float, float]:
+        """The (wall, CPU) clocks a phase starting now is counted from: where the one before
+        it ended, or now for the first."""
+        return self._since or (time.perf_counter(), time.process_time())
+
+    def record(self, name: str, seconds: float, cpu_seconds: float) -> None:
+        """Add ``seconds`` (and CPU seconds) to phase ``name``, ending it now."""
+        self.timings[name] = self.timings.get(name, 0.0) + seconds
+        self.cpu_timings[name] = self.cpu_timings.get(name, 0.0) + cpu_seconds
+        self._since = (time.perf_counter(), time.process_time())
+
+    def finish(self, name: str, since: tuple[float, float]) -> float:
+        """End phase ``name``, counted from ``since`` (from :meth:`start`); its seconds."""
+        seconds = time.perf_counter() - since[0]
+        self.record(name, seconds, time.process_time() - since[1])
+        return seconds
 
     def _live(self) -> bool:
         return self.stream is not None and getattr(self.stream, "isatty", lambda: False)()
@@ -43,9 +65,10 @@ class Progress:
 
     @contextlib.contextmanager
     def phase(self, name: str, counter=None, unit: str = ""):
-        """Time the ``with`` body as phase ``name``; ``counter()`` gives a live figure."""
-        t0 = time.perf_counter()
-        c0 = time.process_time()
+        """Time the ``with`` body as phase ``name`` (from the end of the phase before it);
+        ``counter()`` gives a live figure."""
+        since = self.start()
+        t0 = since[0]
         stop = threading.Event()
 
         def detail() -> str:
@@ -71,9 +94,7 @@ class Progress:
         finally:
             stop.set()
             thread.join()
-            self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
-            self.cpu_timings[name] = (self.cpu_timings.get(name, 0.0)
-                                      + time.process_time() - c0)
+            self.finish(name, since)
             end = f"  {name}: done in {detail()}"
             if self._live():
                 self.stream.write("\r" + end + "   \n")
