@@ -50,11 +50,9 @@ class Progress:
         self.cpu_timings[name] = self.cpu_timings.get(name, 0.0) + cpu_seconds
         self._since = (time.perf_counter(), time.process_time())
 
-    def finish(self, name: str, since: tuple[float, float]) -> float:
-        """End phase ``name``, counted from ``since`` (from :meth:`start`); its seconds."""
-        seconds = time.perf_counter() - since[0]
-        self.record(name, seconds, time.process_time() - since[1])
-        return seconds
+    def finish(self, name: str, since: tuple[float, float]) -> None:
+        """End phase ``name``, counted from ``since`` (from :meth:`start`)."""
+        self.record(name, time.perf_counter() - since[0], time.process_time() - since[1])
 
     def _live(self) -> bool:
         return self.stream is not None and getattr(self.stream, "isatty", lambda: False)()
