@@ -213,6 +213,33 @@ def test_moons_select_the_graph_on_a_sample_and_solve_it_on_every_row(client, sa
     np.testing.assert_allclose(gt.scores_, fixed.scores_, rtol=1e-6, atol=1e-9)
 
 
+def test_each_graph_gets_one_operator_for_all_its_solves(client, sampled, monkeypatch):
+    """The sample's pick is checked on the full graph and then solved there: both solves share
+    one Laplacian operator of the full graph (building one costs seconds on a large graph),
+    the sample's solves one of the sample's graph, and every operator is closed by the end of
+    the fit."""
+    from dask_ssl.graph import laplacian
+
+    built, closed = [], []
+    init, close = laplacian.LaplacianOperator.__init__, laplacian.LaplacianOperator.close
+
+    def counted_init(self, graph, **kwargs):
+        built.append(graph.n_rows)
+        init(self, graph, **kwargs)
+
+    def counted_close(self):
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(laplacian.LaplacianOperator, "__init__", counted_init)
+    monkeypatch.setattr(laplacian.LaplacianOperator, "close", counted_close)
+    X, y = two_moons(n=600, noise=0.1, seed=0)
+    ys = labels_per_class((np.asarray(y) > 0).astype(int), 5, 0)
+    gt = GraphTransduction(client=client, random_state=0).fit(X, ys)
+    assert gt.gamma_I_ > 0 and [r["graph_rows"] for r in gt.selection_[-2:]] == [600, 600]
+    assert sorted(built) == [300, 600] and len(closed) == 2
+
+
 def test_up_to_the_sample_size_every_row_is_scored(client, linear_labels, monkeypatch):
     """A selection on exactly SELECTION_ROWS rows is the one on all rows: the same table,
     the same scores."""

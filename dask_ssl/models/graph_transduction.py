@@ -37,6 +37,7 @@ narrow band.
 from __future__ import annotations
 
 import time
+import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..cluster import get_client
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.knn import DriverIndex, DriverRows, driver_search
+from ..graph.laplacian import LaplacianOperator
 from ..graph.weights import LOCAL, Graph, check_graph_params
 from ..linalg import RowBlocks
 from ..linalg.recovery import solve_with_restarts
@@ -391,11 +393,33 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
         warn_graph(diag, labeled)
         fidelity = _fidelity(diag, labeled)
 
-        def solve(gamma, a, B, on=graph, **options):
-            return solve_graph_system(on, a, B, gamma_I=gamma, normalized=self.normalized,
-                                      p=self.p, partition=self.partition,
-                                      preconditioner=self.preconditioner,
-                                      max_iter=self.max_iter, **{"tol": self.tol, **options})
+        with contextlib.ExitStack() as held:
+            operators = {}
+
+            def operator(on):
+                # one operator a graph, open across its solves (the full graph's check of the
+                # sample's pick and the fit): building one costs seconds on a large graph
+                if id(on) not in operators:
+                    op = LaplacianOperator(on, normalized=self.normalized, p=self.p,
+                                           partition=self.partition)
+                    held.callback(op.close)
+                    operators[id(on)] = (on, op)
+                return operators[id(on)][1]
+
+            def solve(gamma, a, B, on=graph, **options):
+                return solve_graph_system(on, a, B, gamma_I=gamma, op=operator(on),
+                                          preconditioner=self.preconditioner,
+                                          max_iter=self.max_iter,
+                                          **{"tol": self.tol, **options})
+
+            return self._select_and_solve(X, client, graph, diag, k, codes, n_classes,
+                                          setting, sample, fidelity, scores_init, solve)
+
+    def _select_and_solve(self, X, client, graph, diag, k, codes, n_classes, setting, sample,
+                          fidelity, scores_init, solve):
+        """:meth:`_solve` past the graph: priors, selection and the final block CG, every
+        graph system through ``solve(gamma, a, B, on=graph, **options)``."""
+        labeled = codes >= 0
 
         def cv_solve(on):
             # the selection's many-column solves on the graph ``on``: a looser tolerance and
