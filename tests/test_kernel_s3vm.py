@@ -287,3 +287,45 @@ def test_branch_and_bound_on_two_moons_is_perfect_and_beats_da():
         a = da.dual_coef_[:, 0]
         ys = np.where(y < 0, 0.0, np.where(y == 1, 1.0, -1.0))
         assert s3vm_objective(a, K @ a, ys, 0.05, u / 2, "squared_hinge", n_pos=u // 2) > bb.objective_
+
+
+@pytest.mark.parametrize("T", [1e-14, 6.3e-16, 3e-16])
+def test_p_step_keeps_the_balance_below_the_rounding_of_g(T):
+    """Late in the annealing T falls below the rounding of ``g`` (about 1e-16 against g near
+    1). With most unlabeled rows tied at one output (a kernel matrix near the identity gives
+    them all the same), the balance constraint ``mean(p) = r`` must still hold: measured
+    from the smallest ``g``, not from ``nu``, whose rounding moved every tied row's logit by
+    a tenth (the sum of p off by up to 29 of 190, or no bracket at all on HW digits)."""
+    u, l = 1900, 100
+    y = np.zeros(u + l)
+    y[:10], y[10:l] = 1.0, -1.0
+    driver = KernelDADriver(KernelDAS3VM(), np.eye(u + l), y, 0.1, 1.0, {})
+    driver.T = T
+    for tie in (0.3, -0.27, 0.123456789):
+        f_u = np.concatenate([np.full(1650, tie), np.linspace(tie - 0.9, tie - 0.01, u - 1650)])
+        p = driver._p_step(f_u)
+        assert p.sum() == pytest.approx(190.0, abs=1e-6)
+        # the tied rows share the positives the others leave (their outputs are the largest)
+        np.testing.assert_allclose(p[:1650], 190.0 / 1650, rtol=1e-9)
+
+
+def test_default_rbf_width_is_the_rows_own():
+    """Features of scale 50: scikit-learn's ``gamma = 1 / n_features`` makes the kernel
+    matrix nearly the identity, and the annealing then put every unlabeled row in the larger
+    class (20% error). The default width is the rows' own (``default_rbf_gamma``), recorded
+    in ``kernel_params_``; the fit separates the classes, and equals the fit given that
+    width."""
+    from dask_ssl.data import stratified_split
+    from dask_ssl.models._rbf_width import default_rbf_gamma
+
+    rng = np.random.default_rng(0)
+    y = (rng.random(400) < 0.2).astype(int)
+    X = 50.0 * (rng.normal(size=(400, 10)) + 4.0 * y[:, None] * np.eye(10)[0])
+    train = stratified_split(y, n_labeled=40, seed=0).y_train(y, marker=-1)
+    hidden = train == -1
+    est = KernelDAS3VM().fit(X, train)
+    assert est.kernel_params_ == {"gamma": default_rbf_gamma(X)}
+    assert np.mean(est.predict(X)[hidden] != y[hidden]) <= 0.05
+    given = KernelDAS3VM(kernel_params=est.kernel_params_).fit(X, train)
+    assert given.kernel_params_ == est.kernel_params_
+    np.testing.assert_array_equal(est.decision_function(X), given.decision_function(X))

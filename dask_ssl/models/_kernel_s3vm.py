@@ -32,6 +32,7 @@ from ..linalg.line_search import exact_root
 from ._constraints import validate
 from ._input import check_local, fit_input, target_columns
 from ._part import fit_parts
+from ._rbf_width import default_rbf_gamma
 from .base import OneVsRestLabels, fitted_info, restore_info
 from ._selection_cost import measured_fit
 
@@ -165,8 +166,9 @@ def expansion_scores(est, X) -> np.ndarray:
     X = dense_rows(X)
     if X.shape[1] != est.X_fit_.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features; the model expects {est.X_fit_.shape[1]}")
-    return kernel_matrix(X, est.X_fit_, kernel=est.kernel,
-                         kernel_params=est.kernel_params) @ est.dual_coef_
+    # a model pickled before kernel_params_ was fitted scores with its kernel_params, as then
+    params = getattr(est, "kernel_params_", est.kernel_params)
+    return kernel_matrix(X, est.X_fit_, kernel=est.kernel, kernel_params=params) @ est.dual_coef_
 
 
 class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator):
@@ -219,7 +221,8 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
                           f"fits the supervised kernel {_SUPERVISED[self.loss]} on them",
                           UserWarning, stacklevel=2)
             fit_part = self._fit_supervised
-        K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
+        self.kernel_params_ = self._kernel_params(X)
+        K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params_)
         targets = labels.targets
         parts = fit_parts(getattr(self, "checkpoint", None), len(targets), resume)
         self._shared = {}
@@ -250,6 +253,16 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
+    def _kernel_params(self, X) -> dict | None:
+        """``kernel_params`` with the RBF width filled in from the rows ``X`` where it is not
+        given (:func:`~._rbf_width.default_rbf_gamma`, no label read), as every kernel
+        estimator of the package fills it: scikit-learn's ``1 / n_features`` ignores the
+        rows' scale, and on HW digits' raw features (a kernel matrix near the identity) or on
+        tf-idf text (near constant) the annealing put every unlabeled row in one class."""
+        if self.kernel != "rbf" or "gamma" in (self.kernel_params or {}):
+            return self.kernel_params
+        return {**(self.kernel_params or {}), "gamma": default_rbf_gamma(X)}
+
     def _settle(self, K, codes, targets, resume, supervised) -> None:
         """Settings an estimator chooses on the labeled rows once for all its one-vs-rest
         parts, before they are fitted (``supervised``: there are no unlabeled rows). None
@@ -275,7 +288,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         if callable(self.kernel):
             raise ValueError("a model with a callable kernel cannot be saved; use a kernel by "
                              "name with kernel_params")
-        return fitted_info(self)
+        return {**fitted_info(self), "kernel_params_": self.kernel_params_}
 
     def _fitted_arrays(self) -> dict:
         return {"X_fit": self.X_fit_, "dual_coef": self.dual_coef_, "classes": self.classes_}
@@ -285,3 +298,5 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         self.dual_coef_ = arrays["dual_coef"]
         self.classes_ = arrays["classes"]
         restore_info(self, doc)
+        # models stored before the width was filled in scored with kernel_params as given
+        self.kernel_params_ = doc.get("kernel_params_", self.kernel_params)

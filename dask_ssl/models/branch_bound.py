@@ -73,7 +73,7 @@ class BranchAndBoundS3VM(KernelExpansionClassifier):
 
     Attributes
     ----------
-    classes_, X_fit_, dual_coef_, transduction_ : as :class:`KernelDAS3VM`
+    classes_, X_fit_, dual_coef_, kernel_params_, transduction_ : as :class:`KernelDAS3VM`
     objective_ : float or ndarray
         The global minimum of the objective (per one-vs-rest problem).
     n_iter_ : int or ndarray

@@ -55,7 +55,10 @@ class KernelDAS3VM(KernelExpansionClassifier):
         By scikit-learn :func:`~sklearn.metrics.pairwise.pairwise_kernels` name, or a callable
         returning the Gram matrix of two row sets.
     kernel_params : dict, optional
-        The kernel's parameters (RBF: ``{"gamma": 1 / (2 sigma^2)}``).
+        The kernel's parameters (RBF: ``{"gamma": 1 / (2 sigma^2)}``). Without an RBF
+        ``gamma`` the width is the rows' own, as the other kernel estimators': ``sigma``
+        twice the mean distance from a row to its 10 nearest rows
+        (:func:`~dask_ssl.models._rbf_width.default_rbf_gamma`, no label read).
     initial_temperature : float, default=10
         Starting temperature T (Table 3.3). Eq 3.7 writes the entropy as ``T/u``, ch. 6 as
         ``T/(2u)`` with a loss twice as large: the same T means the same annealing path.
@@ -86,6 +89,8 @@ class KernelDAS3VM(KernelExpansionClassifier):
     Attributes
     ----------
     classes_, X_fit_ : the classes and the training rows (expansion points)
+    kernel_params_ : dict or None
+        The kernel parameters used, the RBF width filled in where it was not given.
     dual_coef_ : ndarray of shape (n, 1) or (n, n_classes)
         alpha per one-vs-rest problem.
     soft_labels_ : ndarray of shape (u,) or (u, n_classes)
@@ -262,18 +267,31 @@ class KernelDADriver:
 
     def _p_step(self, f_u):
         """Eq 3.11 at the balance root: ``p_j = 1/(1 + exp((g_j - nu)/T))``,
-        ``g_j = gamma_u [V(f_j) - V(-f_j)]``, nu with ``mean(p) = r``."""
+        ``g_j = gamma_u [V(f_j) - V(-f_j)]``, nu with ``mean(p) = r``.
+
+        The root is sought as ``tau = (nu - min g) / T`` against ``d_j = (g_j - min g) / T``,
+        ``p_j = expit(tau - d_j)``: late in the annealing T is below the rounding of ``g``
+        (1e-16 against g near 1), and ``(nu - g_j) / T`` formed from ``nu`` itself lost the
+        bracket (the rows tied at ``min g`` all got one rounding error, 0.1 of their logit)."""
         est = self.est
         g = self.gamma_u * (half_loss(f_u, est.loss) - half_loss(-f_u, est.loss))
         target = self.r * self.u
-        # at nu = min g + T logit(r) every p_j <= r, at max g + T logit(r) every p_j >= r
-        lo, hi = g.min() + self.T * logit(self.r), g.max() + self.T * logit(self.r)
-        if hi - lo <= 1e-12 * max(1.0, abs(lo)):
-            self.nu = lo
+        d = (g - g.min()) / self.T
+        # at tau = logit(r) every p_j <= r, at logit(r) + max d every p_j >= r
+        lo = logit(self.r)
+        hi = lo + d.max()
+
+        def excess(tau):
+            return expit(tau - d).sum() - target
+
+        if excess(lo) >= 0.0:
+            tau = lo
+        elif excess(hi) <= 0.0:
+            tau = hi
         else:
-            self.nu = brentq(lambda nu: expit((nu - g) / self.T).sum() - target, lo, hi,
-                             xtol=1e-14 * max(1.0, abs(lo), abs(hi)), maxiter=500)
-        return expit((self.nu - g) / self.T)
+            tau = brentq(excess, lo, hi, xtol=1e-12, maxiter=500)
+        self.nu = float(g.min() + self.T * tau)
+        return expit(tau - d)
 
     def run_stage(self):
         t0 = time.perf_counter()
