@@ -56,9 +56,8 @@ class KernelDAS3VM(KernelExpansionClassifier):
         returning the Gram matrix of two row sets.
     kernel_params : dict, optional
         The kernel's parameters (RBF: ``{"gamma": 1 / (2 sigma^2)}``). Without an RBF
-        ``gamma`` the width is the rows' own, as the other kernel estimators': ``sigma``
-        twice the mean distance from a row to its 10 nearest rows
-        (:func:`~dask_ssl.models._rbf_width.default_rbf_gamma`, no label read).
+        ``gamma`` the width is the rows' global scale, ``1 / (n_features var(X))``
+        (scikit-learn's ``SVC(gamma="scale")``; no label read).
     initial_temperature : float, default=10
         Starting temperature T (Table 3.3). Eq 3.7 writes the entropy as ``T/u``, ch. 6 as
         ``T/(2u)`` with a loss twice as large: the same T means the same annealing path.
