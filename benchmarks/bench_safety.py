@@ -350,8 +350,11 @@ def _kernel_da_default(ctx):
 def _kernel_da_supervised(ctx, fitted):
     from dask_ssl.models import KernelDAS3VM
 
+    # the default's width (filled in from all its rows), not one from the labeled rows alone
+    width = getattr(fitted, "kernel_params_", None)
     return Fit("KernelDAS3VM(labeled rows only)",
-               lambda: KernelDAS3VM(**_set(KernelDAS3VM, ctx)), rows="labeled", data="local")
+               lambda: KernelDAS3VM(**_set(KernelDAS3VM, ctx, kernel_params=width)),
+               rows="labeled", data="local")
 
 
 def _everywhere(spec, exact_max):
