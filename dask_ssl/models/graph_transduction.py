@@ -36,8 +36,8 @@ narrow band.
 
 from __future__ import annotations
 
-import time
 import contextlib
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -403,6 +403,7 @@ class GraphTransduction(SharesClient, OneVsRestLabels, ClassifierMixin, BaseEsti
                     op = LaplacianOperator(on, normalized=self.normalized, p=self.p,
                                            partition=self.partition)
                     held.callback(op.close)
+                    # the graph is kept beside its operator, so that its id stays its own
                     operators[id(on)] = (on, op)
                 return operators[id(on)][1]
 
