@@ -131,3 +131,36 @@ def test_old_colap_model_predicts_without_offsets_and_a_refit_cuts(client, name)
     # a new solve of the same systems (gamma_I = 1e4: conditioned accordingly)
     np.testing.assert_allclose(np.mean(refit.view_decision_functions(Xs), axis=0),
                                COLAP_EXPECTED[name], rtol=1e-7, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["KernelDAS3VM", "BranchAndBoundS3VM"])
+def test_kernel_model_stored_before_the_filled_width_keeps_its_width(tmp_path, name):
+    """A kernel S3VM stored before the RBF width was filled in from the rows (no
+    ``kernel_params_``, no ``gamma`` given) was fitted with scikit-learn's ``1 / n_features``:
+    it loads with that width given, predicts as it did, and refits to the same model. The
+    document is today's with the width taken out, as the older code wrote it."""
+    import json
+
+    from dask_ssl import models
+    from dask_ssl.models.artifact import save_model
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 3))
+    y = np.full(30, -1)
+    y[:3], y[3:6] = 0, 1
+    cls = getattr(models, name)
+    old = cls(kernel_params={"gamma": 1.0 / 3}).fit(X, y)
+    path = save_model(old, tmp_path / name)
+    doc = json.loads((path / "model.json").read_text())
+    doc["params"]["kernel_params"] = None
+    del doc["kernel_params_"]
+    (path / "model.json").write_text(json.dumps(doc))
+    model = load_model(path)
+    assert model.get_params()["kernel_params"] == {"gamma": 1.0 / 3}
+    assert model.kernel_params_ == {"gamma": 1.0 / 3}
+    # arrays read back may be laid out otherwise, which moves BLAS's last digits
+    np.testing.assert_allclose(model.decision_function(X), old.decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+    refit = cls(**model.get_params()).fit(X, y)
+    np.testing.assert_allclose(refit.decision_function(X), old.decision_function(X),
+                               rtol=1e-12, atol=1e-12)

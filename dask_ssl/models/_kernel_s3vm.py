@@ -301,5 +301,5 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         self.dual_coef_ = arrays["dual_coef"]
         self.classes_ = arrays["classes"]
         restore_info(self, doc)
-        # models stored before the width was filled in scored with kernel_params as given
-        self.kernel_params_ = doc.get("kernel_params_", self.kernel_params)
+        # older documents get it from _renames.upgrade_document
+        self.kernel_params_ = doc["kernel_params_"]

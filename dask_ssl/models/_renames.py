@@ -27,6 +27,10 @@ RENAMED_KEYS = {("graph", "seed"): "random_state"}
 #: reproduces what a model stored without it was fitted with (its behaviour then).
 ADDED_PARAMS = {"DAS3VM": {"initial_gamma_u": None}}  # gamma' fixed from the first stage
 
+#: Kernel estimators whose RBF width, where not given, was scikit-learn's ``1 / n_features``
+#: before they filled in the rows' own scale (and recorded it in ``kernel_params_``).
+RBF_WIDTH_FILLED = ("KernelDAS3VM", "BranchAndBoundS3VM")
+
 #: Estimators that took ``gamma_I`` as the graph term's coefficient itself (the linear paper's
 #: convention) before they took ``graph_normalization``.
 GRAPH_WEIGHT_AS_GIVEN = ("LinearLapRLS", "LinearLapSVM")
@@ -74,12 +78,21 @@ def upgrade_document(cls, doc: dict) -> dict:
     labels fell back to the seeds' ``1e4 / (u + l)^2``: that is ``"auto"`` under the default
     ``"n2"`` now, so it gets ``"n2"``, and its stored choice (``gamma_I_``, the ``selection_``
     rows' ``gamma_I``: coefficients) is restated in the units of ``gamma_I``, times
-    ``(u + l)^2``. Either way ``gamma_I_effective_`` is the stored coefficient. Refitting with
+    ``(u + l)^2``. Either way ``gamma_I_effective_`` is the stored coefficient. A kernel
+    estimator of :data:`RBF_WIDTH_FILLED` stored without ``kernel_params_`` gets the RBF width
+    it was fitted with, scikit-learn's ``1 / n_features``, as a given ``gamma``. Refitting with
     the mapped parameters fits the stored model again.
     """
     doc = dict(doc)
     params = upgrade_params(cls, doc["params"])
     doc["params"] = params
+    if cls.__name__ in RBF_WIDTH_FILLED and "kernel_params_" not in doc:
+        # the width it was fitted with, given: a refit fits it again
+        given = params.get("kernel_params")
+        if params.get("kernel", "rbf") == "rbf" and "gamma" not in (given or {}):
+            given = {**(given or {}), "gamma": 1.0 / doc["n_features"]}
+            params["kernel_params"] = given
+        doc["kernel_params_"] = given
     if cls.__name__ not in GRAPH_WEIGHT_AS_GIVEN or "graph_normalization" in params:
         return doc
     chosen = params.get("gamma_I") == "auto"
