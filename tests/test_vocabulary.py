@@ -42,6 +42,7 @@ VOCABULARY = {
     "combine": "multi-view prediction: the views' mean or one view",
     "initial_temperature": "DA's starting temperature T",
     "initial_gamma_u": "DA's gamma' at the first stage, raised to gamma_u (None: fixed)",
+    "cold_start": "DA: also anneal from the seeds' relative temperature, keep the lower objective",
     "anneal_factor": "DA's temperature divisor R per stage",
     "anneal_tol": "DA's KL / entropy stopping tolerance (epsilon)",
     "max_stages": "bound on the outer loop's stages",

@@ -53,6 +53,7 @@ SHARED = {
     # deterministic annealing
     "initial_temperature": [POSITIVE],
     "initial_gamma_u": [POSITIVE, None],
+    "cold_start": ["boolean"],
     "anneal_factor": [Interval(Real, 1, None, closed="neither")],
     "anneal_tol": [POSITIVE],
     "max_stages": [COUNT],

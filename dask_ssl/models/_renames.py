@@ -25,7 +25,8 @@ RENAMED_KEYS = {("graph", "seed"): "random_state"}
 
 #: Hyperparameters added after models were stored, per estimator: name -> the value that
 #: reproduces what a model stored without it was fitted with (its behaviour then).
-ADDED_PARAMS = {"DAS3VM": {"initial_gamma_u": None}}  # gamma' fixed from the first stage
+ADDED_PARAMS = {"DAS3VM": {"initial_gamma_u": None,  # gamma' fixed from the first stage
+                          "cold_start": False}}     # one annealing
 
 #: Kernel estimators whose RBF width, where not given, was scikit-learn's ``1 / n_features``
 #: before they filled in the rows' own scale (and recorded it in ``kernel_params_``).

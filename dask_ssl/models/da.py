@@ -203,6 +203,16 @@ class DAS3VM(LinearS3VM):
     while p hardens, w starts from the labels' direction and p from the clusters' sides.
     ``initial_gamma_u=None`` runs the seeds' schedule (gamma' fixed at ``gamma_u``).
 
+    With ``cold_start`` a second annealing follows from the seeds' relative temperature,
+    ``T = initial_temperature * gamma'_0 / gamma_u`` (the seeds start at ten times the loss
+    gaps ``g``, which scale with gamma'), and the w with the lowest TSVM objective over both
+    paths is returned. Why: the first annealing's long soft phase holds every p near r, so
+    its unlabeled term pulls every output towards ``2r - 1``; the ridge this puts on the
+    outputs grows with the rows' scale, not with gamma' alone, and on raw features of large
+    scale (hundreds) it turns w away from the labels before p hardens. The cold start
+    hardens p around the labels' direction within a few stages, as TSVM's ramp does. Both
+    paths minimize the same objective, so the lower one is kept whichever start found it.
+
     Parameters
     ----------
     gamma_A : float, default=1e-3
@@ -220,6 +230,10 @@ class DAS3VM(LinearS3VM):
         gamma' of the first stage (TSVM's gamma'_0), multiplied by ``anneal_factor`` per stage
         up to ``gamma_u``; None: ``gamma_u`` from the first stage (the seeds' DA, svmlin
         ``-A 3``).
+    cold_start : bool, default=True
+        Also anneal from ``initial_temperature * gamma'_0 / gamma_u`` and keep the path with
+        the lower TSVM objective (see above). Without a gamma' schedule
+        (``initial_gamma_u=None`` or at least ``gamma_u``) the two starts are one.
     anneal_factor : float, default=1.5
         R: T is divided by it after every stage.
     anneal_tol : float, default=1e-6
@@ -228,9 +242,9 @@ class DAS3VM(LinearS3VM):
         identical unlabeled rows share one p, and where the balance splits such a group its
         p stays fractional at any T (KDD99 has thousands of duplicate records).
     max_stages : int, default=200
-        Bound on temperatures (svmlin also bounds its loops). gamma' reaches ``gamma_u`` at
-        stage ``ceil(log(gamma_u / initial_gamma_u) / log(anneal_factor))`` (29 at the
-        defaults); a bound at or below that ends the fit before it does.
+        Bound on temperatures per annealing (svmlin also bounds its loops). gamma' reaches
+        ``gamma_u`` at stage ``ceil(log(gamma_u / initial_gamma_u) / log(anneal_factor))``
+        (29 at the defaults); a bound at or below that ends the fit before it does.
     max_inner : int, default=100
         Bound on w-step / p-step alternations per temperature.
     tol, max_iter, fit_intercept, solver, unlabeled, client, n_blocks, checkpoint, verbose
@@ -247,16 +261,17 @@ class DAS3VM(LinearS3VM):
     """
 
     def __init__(self, *, gamma_A=1e-3, gamma_u=1.0, pos_fraction=None, initial_temperature=10.0,
-                 initial_gamma_u=1e-5, anneal_factor=1.5, anneal_tol=1e-6, max_stages=200,
-                 max_inner=100, tol=1e-6, max_iter=100, fit_intercept=True, solver="auto",
-                 unlabeled=-1, client=None, n_blocks=None, checkpoint=None, verbose=False,
-                 kernel=None, kernel_params=None, n_components=100, landmarks="uniform",
-                 random_state=None):
+                 initial_gamma_u=1e-5, cold_start=True, anneal_factor=1.5, anneal_tol=1e-6,
+                 max_stages=200, max_inner=100, tol=1e-6, max_iter=100, fit_intercept=True,
+                 solver="auto", unlabeled=-1, client=None, n_blocks=None, checkpoint=None,
+                 verbose=False, kernel=None, kernel_params=None, n_components=100,
+                 landmarks="uniform", random_state=None):
         self.gamma_A = gamma_A
         self.gamma_u = gamma_u
         self.pos_fraction = pos_fraction
         self.initial_temperature = initial_temperature
         self.initial_gamma_u = initial_gamma_u
+        self.cold_start = cold_start
         self.anneal_factor = anneal_factor
         self.anneal_tol = anneal_tol
         self.max_stages = max_stages
@@ -326,6 +341,10 @@ class DADriver:
         self.history = []
         self.done = False
         self._stage_weight()
+        # the cold start (see DAS3VM), where a gamma' schedule makes it differ from the first
+        cold = est.initial_temperature * self.gamma_u / self.target
+        self.starts = [self.T] + ([cold] if est.cold_start and cold < self.T else [])
+        self.start = 0
 
     def _stage_weight(self):
         """gamma' of the current stage (see :class:`DAS3VM`) and the unlabeled cost it gives."""
@@ -369,23 +388,42 @@ class DADriver:
             inner += 1
             if kl < self.u * est.anneal_tol or inner >= est.max_inner:
                 break
-        record = {"stage": self.stage, "gamma_u": self.gamma_u, "T": self.T,
+        record = {"start": self.start, "stage": self.stage, "gamma_u": self.gamma_u, "T": self.T,
                   "objective": objective, "entropy": entropy, "kl": kl, "inner": inner,
                   "mean_p": sum(p[2] for p in parts) / self.u, "seconds": time.perf_counter() - t0,
                   "round_trips": self.blocks.round_trips, "bytes": self.blocks.bytes_moved}
-        stalled = bool(self.history) and (abs(self.history[-1]["entropy"] - entropy)
-                                          < self.u * est.anneal_tol)
+        stalled = self.stage > 0 and (abs(self.history[-1]["entropy"] - entropy)
+                                      < self.u * est.anneal_tol)
         self.history.append(record)
         self.stage += 1
         hardened = self.gamma_u >= self.target and (entropy < self.u * est.anneal_tol or stalled)
-        if hardened or self.stage >= est.max_stages:
-            self.done = True
-        else:
+        if not (hardened or self.stage >= est.max_stages):
             self.T /= est.anneal_factor
+        elif self.start + 1 < len(self.starts):
+            self._next_start()
+        else:
+            self.done = True
         return record
 
+    def _next_start(self):
+        """The next annealing: its first temperature and gamma', p back at r."""
+        self.start += 1
+        self.stage = 0
+        self.T = self.starts[self.start]
+        self.nu = 0.0
+        self._stage_weight()
+        self._install_p(None)
+
+    def _install_p(self, p):
+        """p on the workers (None: every unlabeled row at r) and the costs it implies."""
+        if p is None:
+            p = np.where(self.y == 0, self.r, 0.0)
+        self.blocks.call(ws_install_p, self.token, self.cu,
+                         per_block=[(p[s],) for s in self.blocks.block_slices()])
+
     def snapshot(self) -> tuple[dict, dict]:
-        doc = {"kind": self.kind, "stage": self.stage, "T": self.T, "nu": self.nu, "done": self.done,
+        doc = {"kind": self.kind, "start": self.start, "stage": self.stage, "T": self.T,
+               "nu": self.nu, "done": self.done,
                "best_objective": self.best[0], "history": self.history, "r": self.r}
         empty = np.zeros(0)
         arrays = {"w": empty if self.w is None else np.asarray(self.w, dtype=np.float64),
@@ -397,6 +435,8 @@ class DADriver:
     def restore(self, doc: dict, arrays: dict):
         init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
         self.solver.reset()
+        # a checkpoint written before the cold start existed is in its only annealing
+        self.start = doc.get("start", 0)
         self.stage = doc["stage"]
         self.T = doc["T"]
         self.nu = doc["nu"]
@@ -405,12 +445,11 @@ class DADriver:
         self._stage_weight()
         self.w = arrays["w"] if arrays["w"].size else None
         self.best = (doc["best_objective"], arrays["w_best"] if arrays["w_best"].size else None)
-        p = arrays["p"] if "p" in arrays else np.where(self.y == 0, self.r, 0.0)
-        self.blocks.call(ws_install_p, self.token, self.cu,
-                        per_block=[(p[s],) for s in self.blocks.block_slices()])
+        self._install_p(arrays.get("p"))
 
     def result(self) -> dict:
         objective, w = self.best
         scores = np.concatenate(self.blocks.call(block_outputs, w, self.est.fit_intercept))
-        return {"w": w, "objective": objective, "n_iter": self.stage, "history": self.history,
+        return {"w": w, "objective": objective, "n_iter": len(self.history),
+                "history": self.history,
                 "transduction": np.where(self.y != 0, self.y, np.where(scores > 0, 1.0, -1.0))}
