@@ -27,7 +27,8 @@ EXPECTED = np.load(FIXTURES / "expected.npz")
 #: Parameters each stored document gave under an old name or value, as they read now.
 MAPPED = {
     "DAS3VM": {"gamma_A": 1e-2, "initial_temperature": 5.0, "anneal_tol": 1e-5,
-               "unlabeled": -1, "initial_gamma_u": None},  # fitted with gamma' fixed
+               "unlabeled": -1, "initial_gamma_u": None,  # fitted with gamma' fixed
+               "cold_start": False},  # and one annealing
     "L2SVM": {"gamma_A": 1e-2, "unlabeled": None},
     "TSVM": {"gamma_A": 1e-2, "gamma_u": 0.5, "unlabeled": -1},
     "KernelDAS3VM": {"gamma_A": 1e-2, "loss": "squared_hinge", "initial_temperature": 10.0,
@@ -54,6 +55,18 @@ def test_old_model_loads_and_predicts_identically(name):
     np.testing.assert_allclose(scores, EXPECTED[name], rtol=1e-10, atol=1e-14)
     assert np.array_equal(model.predict(EXPECTED["X"]),
                           model.classes_[(EXPECTED[name] > 0).astype(int)])
+
+
+def test_ramped_da_stored_before_the_cold_start_refits_with_one_annealing():
+    """A DAS3VM stored with gamma' raised along its annealing but before ``cold_start``
+    existed ran one annealing: its parameters read as ``cold_start=False``, what it was
+    fitted with, and a parameter it was stored with is kept."""
+    from dask_ssl.models import DAS3VM
+    from dask_ssl.models._renames import upgrade_params
+
+    stored = {"gamma_A": 1e-3, "gamma_u": 1.0, "initial_gamma_u": 1e-5}
+    assert upgrade_params(DAS3VM, stored) == {**stored, "cold_start": False}
+    assert upgrade_params(DAS3VM, {**stored, "cold_start": True})["cold_start"] is True
 
 
 #: Models of the linear graph estimators written at commit bbbc9e4, when their gamma_I was the
