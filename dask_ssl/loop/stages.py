@@ -39,7 +39,8 @@ class StageLoop:
     meta : dict, optional
         Extra JSON stored with every checkpoint (what ``dask-ssl resume`` needs to rebuild the run).
     verbose : bool
-        Print one line per stage to stderr (stage, gamma' or T, objective, switches or entropy).
+        Print one line per stage to stderr (stage, DA's start, gamma' or T, objective,
+        switches or entropy).
     max_restarts : int
         Lost-worker restarts allowed over the whole run.
     """
@@ -109,7 +110,7 @@ class StageLoop:
     @staticmethod
     def _print(record: dict, elapsed: float) -> None:
         parts = [f"stage {record['stage']:3d}"]
-        for key, fmt in (("gamma_u", "gamma'={:.3g}"), ("T", "T={:.4g}"),
+        for key, fmt in (("start", "start={}"), ("gamma_u", "gamma'={:.3g}"), ("T", "T={:.4g}"),
                          ("objective", "objective={:.8g}"), ("switches", "switches={}"),
                          ("entropy", "entropy={:.3g}")):
             if key in record:
