@@ -435,7 +435,7 @@ class DADriver:
     def restore(self, doc: dict, arrays: dict):
         init_blocks(self.blocks, self.token, s3vm_arrays(self.y, self.costs))
         self.solver.reset()
-        # a checkpoint written before the cold start existed is in its only annealing
+        # a checkpoint written before the cold start existed is in the first annealing
         self.start = doc.get("start", 0)
         self.stage = doc["stage"]
         self.T = doc["T"]
