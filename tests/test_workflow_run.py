@@ -213,3 +213,23 @@ def test_run_without_held_out_rows_promotes_only_into_an_empty_store(client, tmp
     assert not second["model"]["promoted"]
     assert "no held-out rows" in second["model"]["reason"]
     assert store_for(wf.doc).current() == first["model"]["version"]
+
+
+def test_da_history_plots_each_annealing_as_its_own_line():
+    """DA's cold start restarts its stages at 0: the report draws each annealing as a line of
+    its own (labelled), not one line that runs back; one-vs-rest problems stay apart too."""
+    from dask_ssl.workflow.report import history_lines
+
+    first = [{"start": 0, "stage": i, "objective": 1.0 - i / 10, "entropy": 5.0 - i}
+             for i in range(3)]
+    cold = [{"start": 1, "stage": i, "objective": 0.5 - i / 10, "entropy": 1.0} for i in range(2)]
+    lines, key = history_lines(first + cold)
+    assert key == "stage"
+    assert [(label, name, xs) for label, name, xs, _ in lines] == [
+        ("first annealing", "objective", [0, 1, 2]), ("first annealing", "entropy", [0, 1, 2]),
+        ("cold start", "objective", [0, 1]), ("cold start", "entropy", [0, 1])]
+    assert lines[2][3] == [0.5, 0.4]
+    lines, _ = history_lines([first + cold, first])
+    assert [label for label, *_ in lines] == ["problem 0, first annealing"] * 2 + [
+        "problem 0, cold start"] * 2 + ["problem 1"] * 2
+    assert history_lines(first)[0][0][0] is None  # one annealing, one problem: no legend

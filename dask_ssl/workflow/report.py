@@ -20,6 +20,9 @@ _PACKAGES = ("dask-ssl", "dask", "distributed", "numpy", "scipy", "scikit-learn"
 #: (``bound``: branch and bound's lower bound against the nodes evaluated).
 _SERIES = ("objective", "bound", "switches", "entropy")
 
+#: Names of DA's annealings in a history's ``start`` (see :class:`dask_ssl.models.DAS3VM`).
+START_NAMES = ("first annealing", "cold start")
+
 #: History keys that say which stage a record belongs to, in order of preference.
 _STAGE_KEYS = ("stage", "newton_step", "T", "node")
 
@@ -59,31 +62,49 @@ def _histories(history) -> list[list[dict]]:
     return [[r if isinstance(r, dict) else {"objective": float(r)} for r in h] for h in runs]
 
 
-def plot_history(history, path: Path, title: str) -> Path | None:
-    """Objective (and switches / entropy when recorded) per stage; None when nothing to plot."""
+def history_lines(history) -> tuple[list, str | None]:
+    """The lines :func:`plot_history` draws, as ``(label, series, xs, ys)``, and the x key.
+
+    One line per binary problem (labelled where there are several) and, for DA, per
+    annealing (its cold start is its own line, not one that runs back to stage 0)."""
     runs = [h for h in _histories(history) if h]
     series = [k for k in _SERIES if any(k in r for h in runs for r in h)]
-    if not series:
-        return None
-    fig = _figure(height=2.6 * len(series))
-    axes = fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]
+    lines, stage_key = [], None
     for k, records in enumerate(runs):
         stage_key = next((s for s in _STAGE_KEYS if s in records[0]), None)
         xs = [r[stage_key] if stage_key else i for i, r in enumerate(records)]
-        for ax, name in zip(axes, series):
-            pts = [(x, r[name]) for x, r in zip(xs, records) if r.get(name) is not None]
-            if pts:
-                ax.plot(*zip(*pts), marker="o", markersize=3,
-                        label=f"problem {k}" if len(runs) > 1 else None)
-    for ax, name in zip(axes, series):
+        starts = sorted({r.get("start", 0) for r in records})
+        for start in starts:
+            label = ", ".join(([f"problem {k}"] if len(runs) > 1 else [])
+                              + ([START_NAMES[start]] if len(starts) > 1 else [])) or None
+            for name in series:
+                pts = [(x, r[name]) for x, r in zip(xs, records)
+                       if r.get("start", 0) == start and r.get(name) is not None]
+                if pts:
+                    lines.append((label, name, *map(list, zip(*pts))))
+    return lines, stage_key
+
+
+def plot_history(history, path: Path, title: str) -> Path | None:
+    """Objective (and switches / entropy when recorded) per stage; None when nothing to plot."""
+    lines, stage_key = history_lines(history)
+    series = list(dict.fromkeys(name for _, name, _, _ in lines))
+    if not series:
+        return None
+    fig = _figure(height=2.6 * len(series))
+    axes = dict(zip(series, fig.subplots(len(series), 1, sharex=True, squeeze=False)[:, 0]))
+    for label, name, xs, ys in lines:
+        axes[name].plot(xs, ys, marker="o", markersize=3, label=label)
+    for name, ax in axes.items():
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
         if name == "objective":
             ax.set_yscale("symlog", linthresh=1e-6)
-    if len(runs) > 1:
-        axes[0].legend(fontsize="small")
-    axes[-1].set_xlabel(stage_key or "record")
-    axes[0].set_title(title)
+    first = axes[series[0]]
+    if any(label is not None for label, *_ in lines):
+        first.legend(fontsize="small")
+    axes[series[-1]].set_xlabel(stage_key or "record")
+    first.set_title(title)
     fig.savefig(path)
     return path
 
