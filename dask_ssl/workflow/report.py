@@ -88,7 +88,7 @@ def history_lines(history) -> tuple[list, str | None]:
 def plot_history(history, path: Path, title: str) -> Path | None:
     """Objective (and switches / entropy when recorded) per stage; None when nothing to plot."""
     lines, stage_key = history_lines(history)
-    series = list(dict.fromkeys(name for _, name, _, _ in lines))
+    series = [k for k in _SERIES if any(name == k for _, name, _, _ in lines)]
     if not series:
         return None
     fig = _figure(height=2.6 * len(series))
