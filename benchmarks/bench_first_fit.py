@@ -52,6 +52,7 @@ SAMPLE_ROWS = 50_000
 CASES = {
     "svm": ("full", ["--algorithm", "svm"]),
     "tsvm": ("full", ["--algorithm", "tsvm", "--labeled", "1000"]),
+    "da": ("full", ["--algorithm", "da", "--labeled", "1000"]),
     "transduction": ("sample", ["--algorithm", "transduction", "--labeled", "1000"]),
     "laprls": ("sample", ["--algorithm", "laprls", "--labeled", "1000", "--n-components", "500"]),
     "linlaprls": ("sample", ["--algorithm", "linlaprls", "--labeled", "1000"]),
