@@ -25,6 +25,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..kernels import check_kernel, kernel_matrix
+from ..kernels.nystrom import scale_gamma
 from ..linalg.kernels import active_weights, breakpoints_between, line_derivatives, loss_sum
 from ..linalg import RowBlocks
 from ..linalg.blas import single_blas_thread
@@ -255,7 +256,8 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
     def _kernel_params(self, X) -> dict | None:
         """``kernel_params`` with the RBF width filled in from the rows ``X`` where it is not
         given: ``gamma = 1 / (n_features var(X))``, the rows' global scale (scikit-learn's
-        ``SVC(gamma="scale")``; no label read). ``1 / n_features`` ignores the rows' scale:
+        ``SVC(gamma="scale")``, :func:`~dask_ssl.kernels.nystrom.scale_gamma`, the Nystrom map's
+        default too; no label read). ``1 / n_features`` ignores the rows' scale:
         on HW digits' raw features (a kernel matrix near the identity) or tf-idf text (near
         constant) the annealing put every unlabeled row in one class. Not the local width of
         the graph estimators (:func:`~._rbf_width.default_rbf_gamma`): without a graph term
@@ -263,8 +265,7 @@ class KernelExpansionClassifier(ClassifierMixin, OneVsRestLabels, BaseEstimator)
         KernelDAS3VM erred 25% on two moons with 10 labels (4% at this one)."""
         if self.kernel != "rbf" or "gamma" in (self.kernel_params or {}):
             return self.kernel_params
-        spread = float(X.shape[1] * X.var())
-        return {**(self.kernel_params or {}), "gamma": 1.0 / spread if spread > 0 else 1.0}
+        return {**(self.kernel_params or {}), "gamma": scale_gamma(X)}
 
     def _settle(self, K, codes, targets, resume, supervised) -> None:
         """Settings an estimator chooses on the labeled rows once for all its one-vs-rest
