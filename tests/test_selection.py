@@ -100,10 +100,28 @@ def test_the_fewest_errors_win_then_the_smaller_squared_residual_then_the_earlie
     assert choose(np.zeros((3, 30)), np.ones((3, 30)), supervised=2) == 2
     squared = np.ones((3, 30))
     squared[2] = 1.01
-    assert choose(np.zeros((3, 30)), squared, supervised=2) == 2  # as many errors: no gain
     wrong = np.zeros((3, 30))
-    wrong[2, 0] = 1
+    wrong[:, 0] = 1
+    assert choose(wrong, squared, supervised=2) == 2  # as many errors (one each): no gain
+    wrong[:2, 0] = 0
     assert choose(wrong, squared, supervised=2) == 0
+
+
+def test_where_the_supervised_model_errs_on_no_held_out_row_the_loss_decides():
+    """Fewer errors than none cannot be had: a candidate that errs on none either and whose
+    loss gain passes its test replaces the supervised one; one that errs, or whose gain is
+    within the noise, does not."""
+    rng = np.random.default_rng(0)
+    wrong = np.zeros((3, 40))
+    squared = np.ones((3, 40)) + 0.05 * rng.normal(size=(3, 40))
+    squared[1] -= 0.5          # a gain far beyond its noise
+    assert choose(wrong, squared) == 1
+    assert table([{}, {}, {}], wrong, squared, 1)[1]["passed"] == ["loss"]
+    wrong[1, 3] = 1            # the same gain, one error more than the supervised model
+    assert choose(wrong, squared) == 0
+    wrong[1, 3] = 0
+    squared[1] = squared[0] - 0.001 + 0.05 * rng.normal(size=40)   # within the noise
+    assert choose(wrong, squared) == 0
 
 
 def test_enough_labels_counts_the_smallest_class():

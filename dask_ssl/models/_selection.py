@@ -19,8 +19,10 @@ tests over the labeled rows finds it better beyond the noise, each at the one-si
   on ``c``, and ``P(B >= b)`` for ``B`` Binomial(``b + c``, 1/2) is at most that level (the
   exact one-sided sign test, McNemar's; :func:`fewer_errors_beyond_chance`).
 
-Among the eligible candidates and ``s``, the fewest held-out errors win; ties go to the smaller
-summed loss, then to ``s``, then to the earlier candidate.
+Where ``s`` errs on no held-out row, fewer errors cannot be had and the sign test has no
+discordant row to count: a candidate that errs on none either is then eligible when the loss
+test passes. Among the eligible candidates and ``s``, the fewest held-out errors win; ties go
+to the smaller summed loss, then to ``s``, then to the earlier candidate.
 
 Why both tests. The loss is informative where errors are rare: with 50 labels a supervised
 model's leave-one-out errors are often 0 to 2, whichever candidate is better. But the SVMs'
@@ -31,9 +33,12 @@ gain overestimated by the choice itself; with one standard error among eleven ca
 random linear label over isotropic noise (no clusters to follow) let a graph candidate
 through in half the draws. Why fewer errors are required even when the loss passes: a smaller
 residual alone may only mean less confident outputs, as an S3VM's on labels its clusters do
-not follow. Where the graph does not help, or the labels are too few to tell, the fit is the
-supervised model's, so adding unlabeled rows does not make the classifier worse than the one
-the labels alone give.
+not follow. Why not where the supervised model errs on no held-out row: then no candidate
+could ever err on fewer, whatever its unlabeled error, while every held-out output of both
+already has the right sign, so a smaller residual there means outputs nearer their
+targets. Where the graph does not help, or the labels are too few to tell,
+the fit is the supervised model's, so adding unlabeled rows does not make the classifier
+worse than the one the labels alone give.
 
 With fewer than :data:`MIN_PER_CLASS` labeled rows in some class the estimate cannot separate
 the candidates; the estimator then keeps the seeds' setting and warns once
@@ -102,9 +107,19 @@ def choose(wrong, squared, *, supervised: int = 0) -> int:
     squared = np.asarray(squared, dtype=float)
     errors, residual = wrong.sum(axis=1), squared.sum(axis=1)
     passed = passed_tests(wrong, squared, supervised=supervised)
-    eligible = [j for j in range(len(wrong)) if j == supervised
-                or (errors[j] < errors[supervised] and passed[j])]
-    return min(eligible, key=lambda j: (errors[j], residual[j], j != supervised, j))
+    candidates = [j for j in range(len(wrong)) if j == supervised
+                  or eligible(errors[j], errors[supervised], passed[j])]
+    return min(candidates, key=lambda j: (errors[j], residual[j], j != supervised, j))
+
+
+def eligible(errors, supervised_errors, passed) -> bool:
+    """Whether a candidate with ``errors`` held-out errors and the paired tests ``passed``
+    (:func:`passed_tests`) may replace the supervised one with ``supervised_errors``: fewer
+    errors and a test passed, or, where the supervised model errs on none, none either and
+    the loss test passed (module docstring)."""
+    if not passed:
+        return False
+    return errors < supervised_errors or (errors == supervised_errors == 0 and "loss" in passed)
 
 
 def passed_tests(wrong, squared, *, supervised: int = 0) -> list:
