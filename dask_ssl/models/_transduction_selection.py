@@ -279,7 +279,10 @@ def select(solve, codes, fidelity, fold, priors, balance, gammas=AUTO_GAMMA_I, m
         # the class shares as the tie-break: F's scale shrinks with the distance to the labels
         # and with mu, and on a text graph every row's shares sit in a narrow band around the
         # class mix (the module docstring of graph_transduction), so no residual of F or of
-        # the shares measures what the balanced cut decides
+        # the shares measures what the balanced cut decides. Where neither the prior nor a
+        # candidate errs on a held-out row, the rule's loss test reads this residual alone:
+        # every held-out row is then on its side, and shares nearer their targets are the
+        # only evidence left
         squared.append(wrong[-1] + 1e-6 * np.sum((onehot - shares) ** 2, axis=1))
     best = choose(wrong, squared, supervised=0)
     return candidates[best], table(candidates, wrong, squared, best)
