@@ -53,3 +53,35 @@ def test_product_of_only_zero_columns_makes_no_round_trip(data_graph):
     assert dg.blocks.round_trips == trips
     vector = dg.product(np.zeros(H.shape[0]))
     assert vector.shape == (H.shape[0],) and not vector.any()
+
+
+@pytest.mark.parametrize("partition", [None, "metis"])
+def test_local_product_equals_the_distributed_one(client, partition):
+    """The driver's copy (sparse rows, a graph of two components so that METIS re-splits it
+    and the blocks hold the rows out of order) multiplies as the workers do; above its budget
+    there is none."""
+    rng = np.random.default_rng(7)
+    n, d = 80, 30
+    X = sp.random(n, d, density=0.2, random_state=8, format="csr")
+    W = sp.block_diag([sp.random(40, 40, density=0.15, random_state=s) for s in (9, 10)])
+    W = sp.csr_matrix(W + W.T)
+    W.setdiag(0.0)
+    W.eliminate_zeros()
+    order = rng.permutation(n)  # the blocks cut across both components
+    W = sp.csr_matrix(W[order][:, order])
+    X = X[order]
+    op = LaplacianOperator(Graph.from_scipy(W, client=client, n_blocks=4), normalized=True, p=2,
+                           partition=partition)
+    dg = DataGraph(RowBlocks.from_array(X, client=client, n_blocks=4), op, bias=True)
+    try:
+        assert (dg.order is not None) == (partition == "metis")
+        Z = rng.standard_normal((d + 1, 6))
+        local = dg.local_product()
+        np.testing.assert_allclose(local(Z), dg.product(Z), rtol=1e-10, atol=1e-12)
+        L = laplacian(W.toarray(), normed=True)
+        X1 = np.column_stack([X.toarray(), np.ones(n)])
+        np.testing.assert_allclose(local(Z), X1.T @ (L @ L) @ X1 @ Z, rtol=1e-10, atol=1e-12)
+        assert dg.local_product(budget=X.nnz) is None
+    finally:
+        dg.close()
+        op.close()

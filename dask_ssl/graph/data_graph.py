@@ -37,6 +37,9 @@ from .laplacian import LaplacianOperator, _send_rows, apply_block, to_inner, to_
 #: Rows x columns of float64 a block's many-column buffer may hold (three such buffers live at
 #: once); wider Gram products go in column groups, each ``p + 1`` round trips.
 MAX_BUFFER = 32_000_000
+#: Stored entries of the data rows and the graph up to which :meth:`DataGraph.local_product`
+#: gathers both to the driver (about 24 MB in CSR).
+LOCAL_ENTRIES = 2_000_000
 
 
 # worker side ------------------------------------------------------------------------------
@@ -256,6 +259,35 @@ class DataGraph:
 
         return on_moving_columns(apply, Z)[0]
 
+    def local_product(self, budget: int | None = None):
+        """``Z -> [X,1]^T M [X,1] Z`` (:meth:`product` at ``gamma_I = 1`` without weights) on
+        the driver, from the data rows and the graph gathered once; None where they hold more
+        than ``budget`` (:data:`LOCAL_ENTRIES`) stored entries. A selection's many-column
+        solves on a few hundred rows are bound by the round trips and the columns sent, not by
+        arithmetic; ``M = L^p`` is applied as ``p`` sparse products, never formed."""
+        from .dense import laplacian_matrix
+
+        budget = LOCAL_ENTRIES if budget is None else budget
+        entries = sum(self.op.W.call(_entries, combine=sum)) \
+            + sum(self.blocks.call(_entries, combine=sum))
+        if entries > budget:
+            return None
+        parts = self.blocks.client.gather(self.blocks.blocks)
+        X = sp.vstack(parts, format="csr") if self.blocks.sparse else np.vstack(parts)
+        if self.order is not None:  # blocks hold graph row order[k] at position k
+            X = X[np.argsort(self.order)]
+        L = laplacian_matrix(self.op.graph.to_scipy(), normalized=self.op.normalized,
+                             sparse=True)
+        bias, p = self.bias, self.op.p
+
+        def product(Z):
+            U = _augmented(X, Z, bias)
+            for _ in range(p):
+                U = L @ U
+            return _transpose_times(X, U, bias)
+
+        return product
+
     def gram(self) -> np.ndarray:
         """``[X,1]^T M [X,1]`` (dim x dim): ``p + 1`` round trips per column group (one group
         unless a block's dense ``n_b x dim`` copy would exceed :data:`MAX_BUFFER`)."""
@@ -271,6 +303,10 @@ class DataGraph:
     def close(self) -> None:
         """Free the worker-side vectors (the operator is the caller's)."""
         self.blocks.client.run(workerstate.drop, self.token)
+
+
+def _entries(i, X):
+    return int(X.nnz) if sp.issparse(X) else int(X.size)
 
 
 def _sum_pairs(parts):

@@ -194,10 +194,10 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         """``gamma_I_eff`` chosen among the shares of :mod:`._graph_weight` on the labeled rows
         ``Xl`` (costs ``cl``, targets ``Yl``): by leave-one-out with the Gram matrices, by
         cross-validation without them (CG path)."""
-        def graph_product(P):
-            return dg.product(P, gamma_I=1.0)
-
+        graph_product = None  # the Gram path has H
         if G is None:
+            # a few hundred rows: the many-column products run on the driver, not as round trips
+            graph_product = dg.local_product() or (lambda P: dg.product(P, gamma_I=1.0))
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
             effective, selection = cv_gamma_I(
                 graph_product, Xl, cl, Yl, float(self.gamma_A), maxiter=self.max_iter,
