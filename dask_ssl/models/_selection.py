@@ -33,12 +33,12 @@ gain overestimated by the choice itself; with one standard error among eleven ca
 random linear label over isotropic noise (no clusters to follow) let a graph candidate
 through in half the draws. Why fewer errors are required even when the loss passes: a smaller
 residual alone may only mean less confident outputs, as an S3VM's on labels its clusters do
-not follow. Why not where the supervised model errs on no held-out row: then no candidate
-could ever err on fewer, whatever its unlabeled error, while every held-out output of both
-already has the right sign, so a smaller residual there means outputs nearer their
-targets. Where the graph does not help, or the labels are too few to tell,
-the fit is the supervised model's, so adding unlabeled rows does not make the classifier
-worse than the one the labels alone give.
+not follow. Why the exception where the supervised model errs on no held-out row: no
+candidate could ever err on fewer, whatever its unlabeled error, and every held-out output of
+both already has the right sign, so a smaller residual there means outputs nearer their
+targets. Where the graph does not help, or the labels are too few to tell, the fit is the
+supervised model's, so adding unlabeled rows does not make the classifier worse than the one
+the labels alone give.
 
 With fewer than :data:`MIN_PER_CLASS` labeled rows in some class the estimate cannot separate
 the candidates; the estimator then keeps the seeds' setting and warns once
