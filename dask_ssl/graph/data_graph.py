@@ -272,8 +272,7 @@ class DataGraph:
             + sum(self.blocks.call(_entries, combine=sum))
         if entries > budget:
             return None
-        parts = self.blocks.client.gather(self.blocks.blocks)
-        X = sp.vstack(parts, format="csr") if self.blocks.sparse else np.vstack(parts)
+        X = self.blocks.gather_rows()
         if self.order is not None:  # blocks hold graph row order[k] at position k
             X = X[np.argsort(self.order)]
         L = laplacian_matrix(self.op.graph.to_scipy(), normalized=self.op.normalized,

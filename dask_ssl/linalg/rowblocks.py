@@ -398,6 +398,11 @@ class RowBlocks:
     def block_slices(self) -> list[slice]:
         return [slice(int(self.offsets[i]), int(self.offsets[i + 1])) for i in range(self.n_blocks)]
 
+    def gather_rows(self):
+        """All rows on the driver, in row order: CSR for sparse blocks, else a dense array."""
+        parts = self.client.gather(self.blocks)
+        return sp.vstack(parts, format="csr") if self.sparse else np.vstack(parts)
+
     def gather_labels(self) -> np.ndarray:
         """All labels, concatenated in row order (n-sized; fine on the driver for n up to ~1e8)."""
         if self.labels is None:

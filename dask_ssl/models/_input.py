@@ -197,8 +197,7 @@ def gather_rows(X):
     """All rows of X on the driver (dense float64 or CSR): a kernel expansion's points, or
     rows to search a fitted kNN index with."""
     if isinstance(X, RowBlocks):
-        parts = X.client.gather(X.blocks)
-        return sp.vstack(parts, format="csr") if X.sparse else np.vstack(parts)
+        return X.gather_rows()
     if is_dask_array(X):
         X = X.compute()
     if sp.issparse(X):

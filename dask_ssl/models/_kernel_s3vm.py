@@ -150,8 +150,7 @@ def dense_rows(X) -> np.ndarray:
     """X as a finite two-dimensional float64 array on the driver (sparse input and row blocks
     on the workers are gathered and densified); complex, string and ragged input is refused."""
     if isinstance(X, RowBlocks):
-        parts = X.client.gather(X.blocks)
-        X = sp.vstack(parts) if sp.issparse(parts[0]) else np.vstack(parts)
+        X = X.gather_rows()
     X = check_local(X)
     return X.toarray() if sp.issparse(X) else X
 
