@@ -82,6 +82,20 @@ def test_local_product_equals_the_distributed_one(client, partition):
         X1 = np.column_stack([X.toarray(), np.ones(n)])
         np.testing.assert_allclose(local(Z), X1.T @ (L @ L) @ X1 @ Z, rtol=1e-10, atol=1e-12)
         assert dg.local_product(budget=X.nnz) is None
+        # the rows' kernel and M times it, in the blocks' order, and where "c" is nonzero
+        c = np.zeros(n)
+        c[rng.choice(n, 9, replace=False)] = rng.uniform(0.5, 1.5, 9)
+        dg.set_rows("c", c)
+        K, MK, rows = dg.local_kernel("c")
+        at = np.arange(n) if dg.order is None else dg.order  # graph row at each position
+        Xb = X1[at]
+        np.testing.assert_allclose(K, Xb @ Xb.T, rtol=1e-12, atol=1e-12)
+        Lb = L[np.ix_(at, at)]
+        np.testing.assert_allclose(MK, Lb @ Lb @ Xb @ Xb.T, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(rows, np.flatnonzero(c))
+        np.testing.assert_array_equal(dg.rows_where("c")[0], Xb[rows])
+        assert dg.local_kernel("c", max_rows=n - 1) is None
+        assert dg.local_kernel("c", budget=X.nnz) is None
     finally:
         dg.close()
         op.close()

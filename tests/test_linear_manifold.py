@@ -490,6 +490,49 @@ def test_auto_graph_weight_leave_one_out_is_exact():
     assert selection[2]["gamma_I"] == pytest.approx(1e-3 * np.trace(G) / np.trace(H))
 
 
+def test_row_space_leave_one_out_and_deformed_gram_equal_the_feature_space_ones():
+    """With fewer rows than features the choice is made from ``K = [X,1][X,1]^T`` and ``M K``
+    (n x n): every candidate's leave-one-out outputs and squared residual equal the Gram
+    path's (dim x dim) and refits without each labeled row, the shares are the same, and the
+    SVM check's deformed Gram matrix is the one ``H`` gives. The labeled rows sit anywhere."""
+    from dask_ssl.models._graph_weight import (AUTO_RHO, deformed_gram, loo_gamma_I,
+                                               row_space_deformed_gram, row_space_gamma_I,
+                                               row_space_loo_outputs)
+
+    rng = np.random.default_rng(4)
+    n, d, l, gamma_A = 40, 70, 12, 1e-2
+    Xa = np.column_stack([rng.normal(size=(n, d)), np.ones(n)])
+    W = sp.random(n, n, density=0.15, random_state=5)
+    W = (W + W.T).toarray()
+    L = np.diag(W.sum(axis=1)) - W
+    M = L @ L
+    rows = np.sort(rng.choice(n, l, replace=False))
+    Xl, cl = Xa[rows], rng.uniform(0.5, 1.5, l)
+    cl /= cl.sum()
+    Yl = np.column_stack([np.where(Xl[:, 0] + 0.3 * rng.normal(size=l) > 0, 1.0, -1.0),
+                          np.where(Xl[:, 1] > 0, 1.0, -1.0)])
+    H, K = Xa.T @ M @ Xa, Xa @ Xa.T
+    G = Xl.T @ (cl[:, None] * Xl)
+    dense_choice, dense = loo_gamma_I(G, H, Xl, cl, Yl, gamma_A)
+    choice, selection = row_space_gamma_I(K, M @ K, rows, cl, Yl, gamma_A)
+    assert choice == pytest.approx(dense_choice, rel=1e-9)
+    assert [r["rho"] for r in selection] == list(AUTO_RHO)
+    for a, b in zip(selection, dense):
+        assert a["gamma_I"] == pytest.approx(b["gamma_I"], rel=1e-9)
+        assert a["errors"] == b["errors"] and a["chosen"] == b["chosen"]
+        assert a["squared"] == pytest.approx(b["squared"], rel=1e-8)
+    weight = selection[4]["gamma_I"]
+    out = row_space_loo_outputs(K, M @ K, rows, cl, Yl, gamma_A, weight)
+    for i in range(l):
+        keep = np.arange(l) != i
+        A = (Xl[keep].T @ (cl[keep, None] * Xl[keep]) + gamma_A * np.eye(d + 1) + weight * H)
+        refit = Xl[i] @ np.linalg.solve(A, Xl[keep].T @ (cl[keep, None] * Yl[keep]))
+        np.testing.assert_allclose(out[i], refit, rtol=1e-8, atol=1e-10)
+    for w in (0.0, weight):
+        np.testing.assert_allclose(row_space_deformed_gram(K, M @ K, rows, gamma_A, w),
+                                   deformed_gram(Xl, gamma_A, w, H=H), rtol=1e-8, atol=1e-8)
+
+
 @pytest.mark.parametrize("cls", [LinearLapRLS, LinearLapSVM])
 def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls, monkeypatch):
     X, y = problem(seed=5, n_labeled=60)
@@ -521,6 +564,36 @@ def test_auto_graph_weight_is_the_fit_with_that_weight(client, cls, monkeypatch)
     fixed = cls(gamma_A=1e-3, gamma_I=cg.gamma_I_, p=1, solver="cg", client=client, n_blocks=2,
                 tol=1e-10).fit(X, y)
     np.testing.assert_allclose(cg.coef_, fixed.coef_, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", [LinearLapRLS, LinearLapSVM])
+def test_fewer_rows_than_features_choose_by_leave_one_out_from_the_rows_kernel(client, cls,
+                                                                               monkeypatch):
+    """The CG path with fewer rows than features chooses as the Gram path does (exact
+    leave-one-out, the same table), from the rows' n x n kernel on the driver: three round
+    trips (two count the entries, one reads the labeled positions). Above KERNEL_ROWS it
+    cross-validates by block CG again."""
+    rng = np.random.default_rng(11)
+    n, d = 70, 90
+    centers = 3.0 * rng.normal(size=(2, d))
+    truth = rng.integers(0, 2, n)
+    X = sp.csr_matrix(np.where(rng.uniform(size=(n, d)) < 0.3,
+                               centers[truth] + rng.normal(size=(n, d)), 0.0))
+    y = _labels_per_class(truth, 8, seed=11)
+    kw = dict(gamma_A=1e-3, p=1, client=client, n_blocks=2, random_state=0, tol=1e-10)
+    rows = cls(solver="cg", **kw).fit(X, y)
+    gram = cls(solver="gram", **kw).fit(X, y, graph=rows.graph_)
+    assert rows.selection_cost_["round_trips"] == 3
+    assert {r.get("criterion", "loo") for r in rows.selection_} <= {"loo", "cv"}
+    assert [(r["rho"], r["errors"], r["chosen"]) for r in rows.selection_] == \
+        [(r["rho"], r["errors"], r["chosen"]) for r in gram.selection_]
+    for a, b in zip(rows.selection_, gram.selection_):
+        assert a["gamma_I"] == pytest.approx(b["gamma_I"], rel=1e-8)
+        assert a["squared"] == pytest.approx(b["squared"], rel=1e-6)
+    assert rows.gamma_I_ == pytest.approx(gram.gamma_I_, rel=1e-8)
+    monkeypatch.setattr(data_graph, "KERNEL_ROWS", n - 1)
+    cv = cls(solver="cg", **kw).fit(X, y, graph=rows.graph_)
+    assert cv.selection_cost_["round_trips"] == 2
 
 
 @pytest.mark.parametrize("n_targets", [1, 3])

@@ -40,6 +40,9 @@ MAX_BUFFER = 32_000_000
 #: Stored entries of the data rows and the graph up to which :meth:`DataGraph.local_product`
 #: gathers both to the driver (about 24 MB in CSR).
 LOCAL_ENTRIES = 2_000_000
+#: Rows up to which :meth:`DataGraph.local_kernel` forms ``n x n`` matrices on the driver (two of
+#: 32 MB; an ``n x n`` LU there takes a fraction of a second).
+KERNEL_ROWS = 2_000
 
 
 # worker side ------------------------------------------------------------------------------
@@ -144,6 +147,10 @@ def _weighted(i, X, token, name, rhs, bias, gram):
         return (right,)
     rows = np.flatnonzero(a)
     return gram_rows(X, rows, a[rows], bias), right
+
+
+def _values(i, X, token, name):
+    return workerstate.get(token, i)[name]
 
 
 def _rows_where(i, X, token, name, others, bias, sparse):
@@ -259,12 +266,9 @@ class DataGraph:
 
         return on_moving_columns(apply, Z)[0]
 
-    def local_product(self, budget: int | None = None):
-        """``Z -> [X,1]^T M [X,1] Z`` (:meth:`product` at ``gamma_I = 1`` without weights) on
-        the driver, from the data rows and the graph gathered once; None where they hold more
-        than ``budget`` (:data:`LOCAL_ENTRIES`) stored entries. A selection's many-column
-        solves on a few hundred rows are bound by the round trips and the columns sent, not by
-        arithmetic; ``M = L^p`` is applied as ``p`` sparse products, never formed."""
+    def _gathered(self, budget: int | None):
+        """The data rows and ``L`` (CSR), both in the order of :attr:`blocks`, on the driver;
+        None where they hold more than ``budget`` (:data:`LOCAL_ENTRIES`) stored entries."""
         from .dense import laplacian_matrix
 
         budget = LOCAL_ENTRIES if budget is None else budget
@@ -272,12 +276,22 @@ class DataGraph:
             + sum(self.blocks.call(_entries, combine=sum))
         if entries > budget:
             return None
-        X = self.blocks.gather_rows()
-        if self.order is not None:  # blocks hold graph row order[k] at position k
-            X = X[np.argsort(self.order)]
         L = laplacian_matrix(self.op.graph.to_scipy(), normalized=self.op.normalized,
                              sparse=True)
-        bias, p = self.bias, self.op.p
+        if self.order is not None:  # blocks hold graph row order[k] at position k
+            L = L[self.order][:, self.order]
+        return self.blocks.gather_rows(), L
+
+    def local_product(self, budget: int | None = None):
+        """``Z -> [X,1]^T M [X,1] Z`` (:meth:`product` at ``gamma_I = 1`` without weights) on
+        the driver, from the data rows and the graph gathered once; None where they hold more
+        than ``budget`` (:data:`LOCAL_ENTRIES`) stored entries. A selection's many-column
+        solves on a few hundred rows are bound by the round trips and the columns sent, not by
+        arithmetic; ``M = L^p`` is applied as ``p`` sparse products, never formed."""
+        local = self._gathered(budget)
+        if local is None:
+            return None
+        (X, L), bias, p = local, self.bias, self.op.p
 
         def product(Z):
             U = _augmented(X, Z, bias)
@@ -286,6 +300,30 @@ class DataGraph:
             return _transpose_times(X, U, bias)
 
         return product
+
+    def local_kernel(self, name: str, *, max_rows: int | None = None,
+                     budget: int | None = None):
+        """``(K, MK, rows)`` on the driver: ``K = [X,1] [X,1]^T`` and ``M K`` over all ``n``
+        rows in the order of :attr:`blocks`, and the positions of the rows whose values set
+        under ``name`` are nonzero (the rows :meth:`rows_where` returns, in its order). None
+        above ``max_rows`` rows (:data:`KERNEL_ROWS`) or ``budget`` entries. With few rows and
+        many features, ``n x n`` systems replace ``dim x dim`` ones (``[X,1]^T W [X,1]`` and
+        ``W K`` share their nonzero eigenvalues)."""
+        if self.blocks.n_rows > (KERNEL_ROWS if max_rows is None else max_rows):
+            return None
+        local = self._gathered(budget)
+        if local is None:
+            return None
+        X = local[0].astype(np.float64)
+        K = X @ X.T
+        K = K.toarray() if sp.issparse(K) else K
+        if self.bias:
+            K += 1.0
+        MK = K
+        for _ in range(self.op.p):
+            MK = np.asarray(local[1] @ MK)
+        values = np.concatenate(self.blocks.call(_values, self.token, name))
+        return K, MK, np.flatnonzero(values)
 
     def gram(self) -> np.ndarray:
         """``[X,1]^T M [X,1]`` (dim x dim): ``p + 1`` round trips per column group (one group

@@ -13,7 +13,12 @@ rows. The choice among the candidates is :mod:`._selection`'s rule: a share abov
 ``rho = 0`` only when its leave-one-out errors are fewer by more than their standard error.
 Only the labels of labeled rows are read.
 
-Large d (the CG path), where ``A^-1`` on every labeled row is out of reach, uses
+With fewer rows than features (at most :data:`~dask_ssl.graph.data_graph.KERNEL_ROWS`: a text
+set of a few hundred documents), the same leave-one-out comes from ``n x n`` matrices instead
+(:func:`row_space_gamma_I`): with ``K = [X,1] [X,1]^T`` and ``W = C + gamma_I M``,
+``[X,1] A^-1 [X,1]^T = K (gamma_A I + W K)^-1``, one LU per share on the driver.
+
+Otherwise large d (the CG path), where ``A^-1`` on every labeled row is out of reach, uses
 :data:`CV_FOLDS`-fold cross-validation on the labeled rows instead (:func:`cv_gamma_I`): every
 (fold, candidate, target) system is a column of one block CG, so a CG iteration is one graph
 product for all of them; ``tr(H)`` is estimated from :data:`TRACE_PROBES` random sign vectors
@@ -109,6 +114,60 @@ def loo_outputs(solve, F, Y, costs=None) -> np.ndarray:
     O = F @ Z[:, :k]
     s = c * np.einsum("ij,ji->i", F, Z[:, k:])
     return (O - s[:, None] * Y) / (1.0 - s)[:, None]
+
+
+def row_space_gamma_I(K, MK, rows, cl, Yl, gamma_A: float) -> tuple[float, list]:
+    """:func:`loo_gamma_I` from ``n x n`` matrices over all rows instead of ``dim x dim`` ones:
+    few rows, many features.
+
+    Parameters
+    ----------
+    K, MK : ndarray of shape (n, n)
+        ``K = [X,1] [X,1]^T`` over all rows and ``M K``.
+    rows : ndarray of shape (l,)
+        The labeled rows' positions in ``K``, in the order of ``cl`` and ``Yl``.
+    cl, Yl, gamma_A
+        As in :func:`loo_gamma_I`.
+
+    Returns
+    -------
+    gamma_I, selection
+        As :func:`loo_gamma_I`'s, equal to it up to rounding (``tr(G) = sum c_i K_ii`` and
+        ``tr(H) = tr(M K)``)."""
+    scale = share_scale(float(np.sum(cl * K[rows, rows])), float(np.trace(MK)))
+    outputs = [row_space_loo_outputs(K, MK, rows, cl, Yl, gamma_A, rho * scale)
+               for rho in AUTO_RHO]
+    return _select(outputs, Yl, scale)
+
+
+def row_space_loo_outputs(K, MK, rows, cl, Yl, gamma_A: float, weight: float) -> np.ndarray:
+    """:func:`loo_outputs` of the LapRLS fit at ``gamma_I_eff = weight`` (arguments as
+    :func:`row_space_gamma_I`'s), from one ``n x n`` LU. With ``W = C + weight M`` the fit's
+    ``A = gamma_A I + [X,1]^T W [X,1]`` gives ``[X,1] A^-1 [X,1]^T = K (gamma_A I + W K)^-1``
+    (push-through), whose labeled block holds both the outputs ``S C Y`` and the ``s_i = c_i
+    S_ii`` of Sherman-Morrison."""
+    A = weight * MK
+    A[np.diag_indices_from(A)] += gamma_A
+    A[rows] += cl[:, None] * K[rows]
+    E = np.zeros((K.shape[0], rows.size))
+    E[rows, np.arange(rows.size)] = 1.0
+    S = K[rows] @ scipy.linalg.solve(A, E)
+    s = cl * np.diag(S)
+    return (S @ (cl[:, None] * Yl) - s[:, None] * Yl) / (1.0 - s)[:, None]
+
+
+def row_space_deformed_gram(K, MK, rows, gamma_A: float, weight: float) -> np.ndarray:
+    """:func:`deformed_gram` from the ``n x n`` matrices of :func:`row_space_gamma_I`: by
+    Woodbury, ``(gamma_A I + weight H)^-1 = (I - weight [X,1]^T (gamma_A I + weight M K)^-1 M
+    [X,1]) / gamma_A``, so the labeled block is ``(K_LL - weight K_L. (gamma_A I + weight M
+    K)^-1 (M K)_.L) / gamma_A``: one ``n x n`` LU."""
+    D = K[np.ix_(rows, rows)]
+    if weight > 0:
+        A = weight * MK
+        A[np.diag_indices_from(A)] += gamma_A
+        D = D - weight * K[rows] @ scipy.linalg.solve(A, MK[:, rows])
+    D = D / gamma_A
+    return 0.5 * (D + D.T)
 
 
 def _select(outputs, Yl, scale) -> tuple[float, list]:

@@ -46,7 +46,8 @@ from ._constraints import KERNELS, constraints
 from ._graph_seam import (check_graph_combination, clip_n_neighbors, estimator_graph,
                           graph_term_weight_on)
 from ._graph_weight import (SEED_GAMMA_I, confirm, cv_gamma_I, deformed_gram, loo_gamma_I,
-                            squared_hinge, svm_held_out, truth_of)
+                            row_space_deformed_gram, row_space_gamma_I, squared_hinge,
+                            svm_held_out, truth_of)
 from ._selection import CV_FOLDS, chosen_row, enough_labels, fold_of, warn_unchecked
 from ._selection_cost import selecting
 from ._input import target_columns
@@ -172,7 +173,8 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     def _graph_weight(self, dg, G=None, H=None) -> float:
         """``gamma_I_eff``: of ``gamma_I``, or with "auto" of its choice (:mod:`._graph_weight`)
         after :meth:`_set_targets`: leave-one-out from the Gram matrices ``G`` (labeled loss)
-        and ``H`` (graph term), or without them (CG path) cross-validation by block CG. With
+        and ``H`` (graph term), or without them (CG path) from the rows' kernel where the rows
+        are fewer than the features, else cross-validation by block CG. With
         too few labels to tell (:func:`._selection.enough_labels`) "auto" is the seeds'
         :data:`SEED_GAMMA_I`, with a warning. Sets ``gamma_I_`` (in the units of ``gamma_I``),
         ``gamma_I_effective_`` and ``selection_``."""
@@ -192,20 +194,28 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
     @selecting()
     def _chosen_weight(self, dg, G, H, Xl, cl, Yl) -> float:
         """``gamma_I_eff`` chosen among the shares of :mod:`._graph_weight` on the labeled rows
-        ``Xl`` (costs ``cl``, targets ``Yl``): by leave-one-out with the Gram matrices, by
-        cross-validation without them (CG path)."""
-        graph_product = None  # the Gram path has H
-        if G is None:
+        ``Xl`` (costs ``cl``, targets ``Yl``): by leave-one-out with the Gram matrices or, with
+        fewer rows than features, the ``n x n`` kernel of the rows; by cross-validation
+        otherwise (CG path)."""
+        gamma_A = float(self.gamma_A)
+        local = dg.local_kernel("c") if G is None and dg.blocks.n_rows < dg.dim else None
+        if G is not None:
+            effective, selection = loo_gamma_I(G, H, Xl, cl, Yl, gamma_A)
+            gram, proxy = functools.partial(deformed_gram, Xl, gamma_A, H=H), "loo"
+        elif local is not None:
+            effective, selection = row_space_gamma_I(*local, cl, Yl, gamma_A)
+            gram, proxy = functools.partial(row_space_deformed_gram, *local, gamma_A), "loo"
+        else:
             # a few hundred rows: the many-column products run on the driver, not as round trips
             graph_product = dg.local_product() or (lambda P: dg.product(P, gamma_I=1.0))
             seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
-            effective, selection = cv_gamma_I(
-                graph_product, Xl, cl, Yl, float(self.gamma_A), maxiter=self.max_iter,
-                seed=int(seed))
-        else:
-            effective, selection = loo_gamma_I(G, H, Xl, cl, Yl, float(self.gamma_A))
+            effective, selection = cv_gamma_I(graph_product, Xl, cl, Yl, gamma_A,
+                                              maxiter=self.max_iter, seed=int(seed))
+            gram = functools.partial(deformed_gram, Xl, gamma_A, graph_product=graph_product,
+                                     maxiter=self.max_iter)
+            proxy = "cv-squared"
         if effective > 0 and selection[0]["gamma_I"] == 0:
-            effective = self._confirm(effective, selection, Xl, cl, Yl, H, graph_product)
+            effective = self._confirm(effective, selection, cl, Yl, gram, proxy)
         # the shares weigh the graph term against the loss whatever the normalization: the
         # choice is the coefficient itself, reported in the units of gamma_I
         unit = graph_term_weight_on(self, self.graph_, 1.0)
@@ -214,7 +224,7 @@ class _LinearManifold(PicklesWithoutGraph, LinearSSLClassifier):
         self.selection_ = [{**row, "gamma_I": row["gamma_I"] / unit} for row in selection]
         return effective
 
-    def _confirm(self, effective, selection, Xl, cl, Yl, H, graph_product) -> float:
+    def _confirm(self, effective, selection, cl, Yl, gram, proxy: str) -> float:
         """``gamma_I_eff`` after LinearLapRLS's choice of the graph share ``effective`` is
         checked with this estimator's own loss; LinearLapRLS's is that loss (LinearLapSVM
         overrides)."""
@@ -283,8 +293,9 @@ class LinearLapRLS(_LinearManifold):
         gamma_I (Eq 2-3) is ``gamma_I_eff``, given as is with ``graph_normalization="none"``.
         "auto": the coefficient ``gamma_I_eff = rho tr(G) / tr(H)``, ``rho`` in
         :data:`~dask_ssl.models._graph_weight.AUTO_RHO` (0 included), with the fewest errors
-        of LapRLS on held-out labeled rows: exact leave-one-out on the Gram path, 4-fold
-        cross-validation by one block CG on the CG path (see
+        of LapRLS on held-out labeled rows: exact leave-one-out on the Gram path and, on the
+        CG path, with fewer rows than features (up to 2000 rows, from the rows' ``n x n``
+        kernel), 4-fold cross-validation by one block CG otherwise (see
         :mod:`dask_ssl.models._graph_weight`; no unlabeled row's label is read). The shares
         do not depend on the normalization, so neither does the choice. With fewer than 5
         labeled rows in a class it is the seeds' 1e4 (with a
@@ -529,28 +540,25 @@ class LinearLapSVM(_LinearManifold):
                                       else None)
         return results
 
-    def _confirm(self, effective, selection, Xl, cl, Yl, H, graph_product) -> float:
+    def _confirm(self, effective, selection, cl, Yl, gram, proxy: str) -> float:
         """LinearLapRLS's leave-one-out (cross-validation on the CG path) chose the graph share
         ``effective``; whether it beats the supervised L2-SVM is decided with the squared
         hinge, by :data:`~dask_ssl.models._selection.CV_FOLDS`-fold cross-validation on the
-        labeled rows ``Xl`` (both fits on the same folds, a held-out row staying in the graph):
-        the kernel L2-SVM of the deformed Gram matrix over the labeled rows
-        (:func:`._graph_weight.svm_held_out`; from ``H`` on the Gram path, by one block CG of
-        ``graph_product`` without it) and :func:`._graph_weight.confirm`, as
-        :class:`~dask_ssl.models.LapSVM` confirms its own. The proxy's rows of ``selection``
-        get ``criterion`` "loo" (Gram path) or "cv-squared" (CG path), the two rows of the
-        check "cv". Returns the chosen ``gamma_I_eff`` (0: the supervised model)."""
-        gamma_A = float(self.gamma_A)
+        labeled rows (both fits on the same folds, a held-out row staying in the graph): the
+        kernel L2-SVM of the deformed Gram matrix ``gram(gamma_I_eff)`` over the labeled rows
+        (:func:`._graph_weight.svm_held_out`; from ``H`` on the Gram path, from the rows'
+        kernel with few rows, by one block CG of the graph products otherwise) and
+        :func:`._graph_weight.confirm`, as :class:`~dask_ssl.models.LapSVM` confirms its own.
+        The proxy's rows of ``selection`` get ``criterion`` ``proxy`` ("loo", or "cv-squared"
+        on the CG path), the two rows of the check "cv". Returns the chosen ``gamma_I_eff``
+        (0: the supervised model)."""
         fold = fold_of(truth_of(Yl), min(CV_FOLDS, Yl.shape[0]))
-        held_out = [svm_held_out(deformed_gram(Xl, gamma_A, w, H=H, graph_product=graph_product,
-                                               maxiter=self.max_iter),
-                                 cl, Yl, fold, tol=self.tol, max_iter=self.max_iter)
+        held_out = [svm_held_out(gram(w), cl, Yl, fold, tol=self.tol, max_iter=self.max_iter)
                     for w in (0.0, effective)]
         pick = chosen_row(selection)
         best = confirm(selection, [{"rho": 0.0, "gamma_I": 0.0},
                                    {"rho": pick["rho"], "gamma_I": effective}],
-                       held_out, Yl, squared_hinge,
-                       proxy="loo" if H is not None else "cv-squared")
+                       held_out, Yl, squared_hinge, proxy=proxy)
         return effective if best == 1 else 0.0
 
     def _newton_checkpoint(self, dg, y, costs, part):
