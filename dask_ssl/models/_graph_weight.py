@@ -146,8 +146,7 @@ def row_space_loo_outputs(K, MK, rows, cl, Yl, gamma_A: float, weight: float) ->
     ``A = gamma_A I + [X,1]^T W [X,1]`` gives ``[X,1] A^-1 [X,1]^T = K (gamma_A I + W K)^-1``
     (push-through), whose labeled block holds both the outputs ``S C Y`` and the ``s_i = c_i
     S_ii`` of Sherman-Morrison."""
-    A = weight * MK
-    A[np.diag_indices_from(A)] += gamma_A
+    A = _shifted(MK, weight, gamma_A)
     A[rows] += cl[:, None] * K[rows]
     E = np.zeros((K.shape[0], rows.size))
     E[rows, np.arange(rows.size)] = 1.0
@@ -163,11 +162,18 @@ def row_space_deformed_gram(K, MK, rows, gamma_A: float, weight: float) -> np.nd
     K)^-1 (M K)_.L) / gamma_A``: one ``n x n`` LU."""
     D = K[np.ix_(rows, rows)]
     if weight > 0:
-        A = weight * MK
-        A[np.diag_indices_from(A)] += gamma_A
-        D = D - weight * K[rows] @ scipy.linalg.solve(A, MK[:, rows])
+        D = D - weight * K[rows] @ scipy.linalg.solve(_shifted(MK, weight, gamma_A),
+                                                       MK[:, rows])
     D = D / gamma_A
     return 0.5 * (D + D.T)
+
+
+def _shifted(MK, weight: float, gamma_A: float) -> np.ndarray:
+    """``gamma_A I + weight M K``, a new array (the row-space systems of both functions
+    above)."""
+    A = weight * MK
+    A[np.diag_indices_from(A)] += gamma_A
+    return A
 
 
 def _select(outputs, Yl, scale) -> tuple[float, list]:
