@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from distributed import Future
 
 from ..linalg.rowblocks import RowBlocks
 from .knn import Neighbors, build_knn
@@ -119,10 +120,10 @@ def _square_sums(i, X, part):
     return float(np.dot(d, d)), d.size
 
 
-def default_heat_width(neigh: Neighbors) -> float:
-    """``t`` with ``4t = mean(d^2)`` over the kNN edges: an edge of root-mean-square length
-    weighs ``1/e`` (module docstring: why not ``(mean d)^2``)."""
-    sums = neigh.data.map(_square_sums, per_block=[(p,) for p in neigh.parts])
+def _heat_width(*sums) -> float:
+    """``t`` with ``4t = mean(d^2)`` over the kNN edges, from each block's ``(sum d^2, count)``
+    in block order: an edge of root-mean-square length weighs ``1/e`` (module docstring: why
+    not ``(mean d)^2``)."""
     total, count = map(sum, zip(*sums))
     mean_square = total / max(count, 1)
     # All-duplicate data has no length scale; any positive t gives every edge weight 1.
@@ -200,38 +201,64 @@ def build_graph(neigh: Neighbors, *, weights: str = "heat", t: float | None = No
         Edge weight: ``exp(-d^2 / 4t)`` (the seeds' heat kernel), 1, or ``1 - d`` for cosine
         distance ``d``.
     t : float or "local", optional
-        Heat-kernel width; default ``mean(d^2) / 4`` over the edges
-        (:func:`default_heat_width`); ``"local"``: per-row widths, ``exp(-d_ij^2 / (s_i s_j))``
+        Heat-kernel width; default ``mean(d^2) / 4`` over the edges (:func:`_heat_width`,
+        reduced on the workers); ``"local"``: per-row widths, ``exp(-d_ij^2 / (s_i s_j))``
         (:func:`local_widths`).
     symmetrize : {"max", "mean", "mutual"}
         ``max(W, W^T)`` (an edge if either end lists the other), ``(W + W^T)/2``, or only
         edges both ends list.
     """
+    k = neigh.n_neighbors
+    return build_graphs(neigh, [k], weights=weights, t=t, symmetrize=symmetrize)[k]
+
+
+def build_graphs(neigh: Neighbors, ks, *, weights: str = "heat", t: float | None = None,
+                 symmetrize: str = "max") -> dict:
+    """:func:`build_graph` on the ``k`` nearest of ``neigh``'s lists for each ``k`` of ``ks``
+    (``{k: Graph}``), all in one wait: the default heat width is reduced by a task that the
+    weights' tasks wait on, so no graph costs a round trip of its own (a scheduler round trip
+    is several batched-stream intervals, most of a small graph's time)."""
     check_graph_params(weights, symmetrize, t, neigh.metric)
     data = neigh.data
-    if weights == "heat" and t is None:
-        t = default_heat_width(neigh)
+    client = data.client
+    made = {}
+    for k in ks:
+        lists = neigh.nearest(k)
+        width, widths = t, None
+        if weights == "heat" and t is None:
+            sums = data.submit(_square_sums, per_block=[(p,) for p in lists.parts])
+            width = client.submit(_heat_width, *sums, pure=False)
+        elif weights == "heat" and t == LOCAL:
+            widths = local_widths(lists)
+        made[k] = (lists, width, widths, _weight_blocks(lists, weights, width, widths,
+                                                        symmetrize))
+    futures = [width for _, width, _, _ in made.values() if isinstance(width, Future)]
+    data.wait(futures + [b for *_, blocks in made.values() for b in blocks])
+    got = iter(data.gather(futures))
+    return {k: Graph(lists, RowBlocks(client, blocks, data.sizes.copy(), data.n_rows, True),
+                     weights, next(got) if isinstance(width, Future) else width, symmetrize,
+                     widths)
+            for k, (lists, width, widths, blocks) in made.items()}
+
+
+def _weight_blocks(neigh: Neighbors, weights: str, t, widths, symmetrize: str) -> list:
+    """The tasks of ``W``'s row blocks from the lists ``neigh`` (``t`` a width or the future of
+    one), on the blocks' workers; not waited on."""
+    data = neigh.data
     client, owners, offsets, n = data.client, data.owners(), data.offsets, data.n_rows
-    widths = None
-    if weights == "heat" and t == LOCAL:
-        widths = local_widths(neigh)
-        # every block needs the widths of its edges' far ends: one copy per worker
-        shared = client.scatter(widths, broadcast=True)
+    # every block needs the widths of its edges' far ends: one copy per worker
+    shared = client.scatter(widths, broadcast=True) if widths is not None else None
     B = data.n_blocks
-    directed = data.submit(_directed, offsets, n, weights, t,
-                           shared if widths is not None else None,
+    directed = data.submit(_directed, offsets, n, weights, t, shared,
                            per_block=[(neigh.parts[b], int(offsets[b])) for b in range(B)])
     # One small task per (source, destination) on the source's worker, so that each
     # destination fetches only the edges meant for it.
     pieces = [[client.submit(_piece, directed[src], dst, workers=[owners[src]],
                              allow_other_workers=True, pure=False) for src in range(B)]
               for dst in range(B)]
-    blocks = [client.submit(_symmetric, b, data.blocks[b], directed[b], n, symmetrize,
-                            *pieces[b], workers=[owners[b]], allow_other_workers=True,
-                            pure=False) for b in range(B)]
-    data.wait(blocks)
-    W = RowBlocks(client, blocks, data.sizes.copy(), n, True)
-    return Graph(neigh, W, weights, t, symmetrize, widths)
+    return [client.submit(_symmetric, b, data.blocks[b], directed[b], n, symmetrize,
+                          *pieces[b], workers=[owners[b]], allow_other_workers=True,
+                          pure=False) for b in range(B)]
 
 
 def knn_graph(data: RowBlocks, n_neighbors: int = 10, *, metric: str = "euclidean",

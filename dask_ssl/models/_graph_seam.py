@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ..graph.knn import build_knn
-from ..graph.weights import Graph, build_graph, check_graph_params
+from ..graph.weights import Graph, build_graphs, check_graph_params
 from ..kernels.deformed import graph_term_weight
 
 
@@ -85,8 +85,7 @@ def estimator_graphs(est, blocks, ks, *, metric=None, weights=None) -> dict:
     check_graph_params(weights, est.symmetrize, est.t, metric)
     neigh = build_knn(blocks, max(ks), metric=metric, search_epsilon=est.search_epsilon,
                       random_state=est.random_state)
-    return {k: build_graph(neigh.nearest(k), weights=weights, t=est.t,
-                           symmetrize=est.symmetrize) for k in ks}
+    return build_graphs(neigh, ks, weights=weights, t=est.t, symmetrize=est.symmetrize)
 
 
 def graph_term_weight_on(est, graph: Graph, gamma_I: float) -> float:
