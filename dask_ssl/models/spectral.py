@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 
+from ..cluster import get_client
 from ..kernels import check_kernel, graph_term_weight, kernel_matrix
+from ..linalg import RowBlocks
 from ._clone import SharesClient
 from ._constraints import POSITIVE, constraints, validate
 from ._graph_kernel import graph_regularizer
-from ._graph_seam import check_graph_combination, clip_n_neighbors
+from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
 from ._input import encode_labels
 from ._kernel_s3vm import dense_rows, expansion_scores
 from .base import OneVsRestLabels
@@ -216,6 +220,7 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
                   for side, weight in ((codes == cls, self.gamma_I_pos),
                                        (codes != cls, self.gamma_I_neg)) if weight > 0]
         ks = clip_n_neighbors(self.n_neighbors, [int(side.sum()) for _, side, _ in graphs])
+        built = self._side_graphs(X, [side for _, side, _ in graphs], ks)
         K = kernel_matrix(X, kernel=self.kernel, kernel_params=self.kernel_params)
         n = X.shape[0]
         alphas = []
@@ -223,10 +228,10 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
             pos = codes == cls
             C = np.zeros((n, n))
             total = 0.0
-            for (g, side, weight), k in zip(graphs, ks):
+            for (g, side, weight), k, graph in zip(graphs, ks, built):
                 if g == j:
                     rows = np.flatnonzero(side)
-                    M, side_total = graph_regularizer(self, X[rows], n_neighbors=k)
+                    M, side_total = graph_regularizer(self, X[rows], graph, n_neighbors=k)
                     C[np.ix_(rows, rows)] = weight * M
                     total += side_total
             # one normalization for both sides' graphs; without an edge C is 0: nothing to
@@ -241,6 +246,21 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         self.n_features_in_ = X.shape[1]
         self.dual_coef_ = np.column_stack(alphas)
         return self
+
+    def _side_graphs(self, X, sides, ks) -> list:
+        """The kNN graph on the rows of each side (None without neighbours), all built at once:
+        each is a few round trips to the workers and waits more than it computes, so their
+        waits overlap. The dense regularizers are formed one target at a time afterwards."""
+        client = get_client(self.client)
+
+        def build(side, k):
+            if k == 0:
+                return None
+            blocks = RowBlocks.from_array(X[side], client=client, n_blocks=self.n_blocks)
+            return estimator_graph(self, blocks, k)
+
+        with ThreadPoolExecutor(max(len(sides), 1)) as pool:
+            return list(pool.map(build, sides, ks))
 
     def decision_function(self, X):
         """``K(X, X_fit) alpha``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
