@@ -183,6 +183,7 @@ def test_fit_phases_add_up_to_the_wall_time_from_process_start(tmp_path):
         assert f"  {name}: done in" in done.stderr
 
 
+@pytest.mark.slow  # the estimators' own equality on worker processes: test_worker_processes.py
 def test_worker_threads_and_worker_processes_fit_the_same_model(tmp_path):
     # The default LocalCluster runs its workers as threads of the command; --processes as
     # processes. Same blocks, same arithmetic: the same model either way.

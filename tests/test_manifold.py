@@ -274,6 +274,7 @@ def _error(est, y, train):
     return float(np.mean(est.transduction_[hidden] != y[hidden]))
 
 
+@pytest.mark.slow  # 30 fits a class; the selection's own checks are test_manifold_selection's
 @pytest.mark.parametrize("cls", [LapRLS, LapSVM])
 def test_g50c_defaults_beat_their_supervised_models(client, cls):
     """550 rows, 50 labels, 10 draws, transductive (thesis Table 2.6: RLS 8.5, LapRLS 5.2,
