@@ -39,7 +39,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import get_client
-from ..graph.dense import regularizer_matrix
+from ..graph.dense import direct_regularizer
 from ..graph.diagnostics import graph_diagnostics, warn_graph
 from ..graph.weights import Graph
 from ..kernels.base import check_kernel, kernel_matrix
@@ -396,7 +396,7 @@ class _ManifoldClassifier(SharesClient, PicklesWithoutGraph, OneVsRestLabels, Cl
     def _fit_direct(self, grams, graphs, candidates, Y, labeled) -> dict:
         """The dense fit at the setting :meth:`_select_direct` chooses; ``grams`` the Gram
         matrix of each candidate width (:class:`_Grams`, the default first)."""
-        settings = [((k, q), regularizer_matrix(graphs[k], normalized=self.normalized, p=q))
+        settings = [((k, q), direct_regularizer(graphs[k], normalized=self.normalized, p=q))
                     for k, q in candidates]
         gammas = AUTO_GAMMA_I if self.gamma_I == "auto" else (float(self.gamma_I),)
         checks = (len(settings) * len(gammas) > 1
@@ -790,7 +790,7 @@ def _loo_outputs(K, MK, weight, Y, labeled, gamma_A) -> np.ndarray:
     graph, so a candidate costs one LU. ``weight = 0`` is kernel RLS (``K~ = K``).
     """
     L = np.flatnonzero(labeled)
-    n, l = K.shape[0], L.size
+    n = K.shape[0]
     Kt = K[np.ix_(L, L)]
     if weight > 0:
         r = weight / gamma_A
