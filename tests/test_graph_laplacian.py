@@ -255,3 +255,41 @@ def test_save_and_load_roundtrip(client, tmp_path):
     npz.write_bytes(npz.read_bytes()[:-3] + b"xyz")
     with pytest.raises(ValueError, match="checksum"):
         load_graph(tmp_path / "g", data)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_graphs_built_together_and_the_sparse_power_equal_the_dense_ones(client, normalized):
+    """build_graphs' graphs (one wait, the heat width a task) are build_graph's, one at a time,
+    to the bit; LaplacianPower's products are the dense L^p's, and direct_regularizer takes
+    the sparse form for few neighbours and the dense one where its products cost less."""
+    from dask_ssl.graph.dense import LaplacianPower, direct_regularizer, regularizer_matrix
+    from dask_ssl.graph.weights import build_graphs
+
+    rng = np.random.default_rng(4)
+    n = 600
+    X = rng.standard_normal((n, 5))
+    neigh = build_knn(RowBlocks.from_array(X, client=client, n_blocks=3), 40)
+    together = build_graphs(neigh, [4, 40])
+    for k, graph in together.items():
+        alone = build_graph(neigh.nearest(k))
+        assert graph.t == alone.t and graph.neighbors.n_neighbors == k
+        assert (graph.to_scipy() != alone.to_scipy()).nnz == 0
+    K = rng.standard_normal((n, 7))
+    for k, p in [(4, 1), (4, 5), (40, 5)]:
+        M = regularizer_matrix(together[k], normalized=normalized, p=p)
+        power = LaplacianPower(laplacian_matrix_of(together[k], normalized), p)
+        scale = np.abs(M).max()
+        np.testing.assert_allclose(power @ K, M @ K, rtol=0, atol=1e-12 * scale * n)
+        np.testing.assert_allclose(power.sum(axis=1), M.sum(axis=1), rtol=0,
+                                   atol=1e-12 * scale * n)
+        chosen = direct_regularizer(together[k], normalized=normalized, p=p)
+        if k == 4:
+            assert isinstance(chosen, LaplacianPower) and chosen.p == p
+        else:  # 40 neighbours and p = 5: the dense L^5 costs less
+            np.testing.assert_array_equal(chosen, M)
+
+
+def laplacian_matrix_of(graph, normalized):
+    from dask_ssl.graph.dense import laplacian_matrix
+
+    return laplacian_matrix(graph.to_scipy(), normalized=normalized, sparse=True)
