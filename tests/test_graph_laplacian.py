@@ -262,7 +262,8 @@ def test_graphs_built_together_and_the_sparse_power_equal_the_dense_ones(client,
     """build_graphs' graphs (one wait, the heat width a task) are build_graph's, one at a time,
     to the bit; LaplacianPower's products are the dense L^p's, and direct_regularizer takes
     the sparse form for few neighbours and the dense one where its products cost less."""
-    from dask_ssl.graph.dense import LaplacianPower, direct_regularizer, regularizer_matrix
+    from dask_ssl.graph.dense import (LaplacianPower, direct_regularizer, laplacian_matrix,
+                                      regularizer_matrix)
     from dask_ssl.graph.weights import build_graphs
 
     rng = np.random.default_rng(4)
@@ -277,7 +278,8 @@ def test_graphs_built_together_and_the_sparse_power_equal_the_dense_ones(client,
     K = rng.standard_normal((n, 7))
     for k, p in [(4, 1), (4, 5), (40, 5)]:
         M = regularizer_matrix(together[k], normalized=normalized, p=p)
-        power = LaplacianPower(laplacian_matrix_of(together[k], normalized), p)
+        L = laplacian_matrix(together[k].to_scipy(), normalized=normalized, sparse=True)
+        power = LaplacianPower(L, p)
         scale = np.abs(M).max()
         np.testing.assert_allclose(power @ K, M @ K, rtol=0, atol=1e-12 * scale * n)
         np.testing.assert_allclose(power.sum(axis=1), M.sum(axis=1), rtol=0,
@@ -287,9 +289,3 @@ def test_graphs_built_together_and_the_sparse_power_equal_the_dense_ones(client,
             assert isinstance(chosen, LaplacianPower) and chosen.p == p
         else:  # 40 neighbours and p = 5: the dense L^5 costs less
             np.testing.assert_array_equal(chosen, M)
-
-
-def laplacian_matrix_of(graph, normalized):
-    from dask_ssl.graph.dense import laplacian_matrix
-
-    return laplacian_matrix(graph.to_scipy(), normalized=normalized, sparse=True)

@@ -21,14 +21,20 @@ def graph_regularizer(est, X: np.ndarray, graph=None, *, n_neighbors=None,
     :class:`~dask_ssl.graph.weights.Graph`. With 0 neighbours (one row) the graph has no edges:
     ``M = 0`` and the sum is 0."""
     if graph is None:
-        k = est.n_neighbors if n_neighbors is None else n_neighbors
-        if k == 0:
+        graph = graph_on_rows(est, X, est.n_neighbors if n_neighbors is None else n_neighbors)
+        if graph is None:
             return np.zeros((X.shape[0], X.shape[0])), 0.0
-        client = get_client(est.client)
-        blocks = RowBlocks.from_array(X, client=client, n_blocks=est.n_blocks)
-        graph = estimator_graph(est, blocks, k)
     elif graph.n_rows != X.shape[0]:
         raise ValueError(f"graph has {graph.n_rows} rows but X has {X.shape[0]}")
     total = float(graph.to_scipy().sum()) if est.graph_normalization == "edges" else 0.0
     return regularizer_matrix(graph, normalized=est.normalized,
                               p=est.p if p is None else p), total
+
+
+def graph_on_rows(est, X: np.ndarray, k: int):
+    """The estimator's kNN graph with ``k`` neighbours on the rows of X, built on the workers;
+    None for ``k = 0`` (one row: no edges)."""
+    if k == 0:
+        return None
+    blocks = RowBlocks.from_array(X, client=get_client(est.client), n_blocks=est.n_blocks)
+    return estimator_graph(est, blocks, k)

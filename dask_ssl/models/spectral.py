@@ -8,13 +8,11 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, TransformerMixin
 
-from ..cluster import get_client
 from ..kernels import check_kernel, graph_term_weight, kernel_matrix
-from ..linalg import RowBlocks
 from ._clone import SharesClient
 from ._constraints import POSITIVE, constraints, validate
-from ._graph_kernel import graph_regularizer
-from ._graph_seam import check_graph_combination, clip_n_neighbors, estimator_graph
+from ._graph_kernel import graph_on_rows, graph_regularizer
+from ._graph_seam import check_graph_combination, clip_n_neighbors
 from ._input import encode_labels
 from ._kernel_s3vm import dense_rows, expansion_scores
 from .base import OneVsRestLabels
@@ -251,16 +249,8 @@ class ClassDependentLapRLS(ClassifierMixin, OneVsRestLabels, _KernelGraphModel):
         """The kNN graph on the rows of each side (None without neighbours), all built at once:
         each is a few round trips to the workers and waits more than it computes, so their
         waits overlap. The dense regularizers are formed one target at a time afterwards."""
-        client = get_client(self.client)
-
-        def build(side, k):
-            if k == 0:
-                return None
-            blocks = RowBlocks.from_array(X[side], client=client, n_blocks=self.n_blocks)
-            return estimator_graph(self, blocks, k)
-
         with ThreadPoolExecutor(max(len(sides), 1)) as pool:
-            return list(pool.map(build, sides, ks))
+            return list(pool.map(lambda side, k: graph_on_rows(self, X[side], k), sides, ks))
 
     def decision_function(self, X):
         """``K(X, X_fit) alpha``: shape (n,) for two classes (positive = ``classes_[1]``), else (n, k)."""
